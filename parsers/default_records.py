@@ -1,0 +1,193 @@
+"""Message format v2: DefaultRecordBatch and DefaultRecord (Kafka >= 0.11).
+
+    RecordBatch =>
+      BaseOffset => Int64
+      Length => Int32                    (bytes after this field)
+      PartitionLeaderEpoch => Int32
+      Magic => Int8                      (2)
+      CRC => Uint32                      (CRC-32C of Attributes .. end of batch)
+      Attributes => Int16                (bits 0-2 codec, 3 timestampType, 4 transactional,
+                                          5 control, 6 delete horizon set)
+      LastOffsetDelta => Int32
+      BaseTimestamp => Int64
+      MaxTimestamp => Int64
+      ProducerId => Int64
+      ProducerEpoch => Int16
+      BaseSequence => Int32
+      Records => [Record]                (Int32 count, then records; compressed as a whole)
+
+    Record =>
+      Length => Varint
+      Attributes => Int8
+      TimestampDelta => Varlong
+      OffsetDelta => Varint
+      Key => Varint length + bytes       (-1 = null)
+      Value => Varint length + bytes     (-1 = null)
+      Headers => [Varint key length, key, Varint value length, value]
+
+    ControlRecord key => Version:Int16 Type:Int16 (0 ABORT, 1 COMMIT);
+                 value => Version:Int16 CoordinatorEpoch:Int32   (EndTransactionMarker)
+
+LOG_APPEND_TIME batches: every record's timestamp is the batch's max timestamp, whatever the
+producer wrote (DefaultRecordBatch: ``timestampType == LOG_APPEND_TIME ? maxTimestamp : base + delta``).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+
+from . import _kernels as K
+from .codecs import CODEC_MASK, CODEC_NONE, CodecError, decompress
+from .common import Problem
+
+TIMESTAMP_TYPE_MASK = 0x08
+TRANSACTIONAL_MASK = 0x10
+CONTROL_MASK = 0x20
+NO_SEQUENCE = -1
+NO_PRODUCER_ID = -1
+RECORD_BATCH_OVERHEAD = K.V2_HEADER_SIZE
+MIN_RECORD_SIZE = 7  # length, attributes, ts delta, offset delta, key len, value len, header count
+# ControlRecordType: transaction markers (0, 1) and KRaft's metadata-log control records (2..6)
+CONTROL_TYPE_NAMES = np.array(
+    ["abort", "commit", "leader_change", "snapshot_header", "snapshot_footer", "kraft_version", "kraft_voters", "unknown"]
+)
+UNKNOWN_CONTROL = len(CONTROL_TYPE_NAMES) - 1
+
+_ERRORS = {
+    K.ERR_VARINT: "varint longer than Kafka allows",
+    K.ERR_BOUNDS: "a length runs past the end of the batch",
+    K.ERR_RECORD_SIZE: "record length disagrees with the fields read (Invalid record size)",
+    K.ERR_NEGATIVE: "negative header count or header key size",
+    K.ERR_COUNT: "record count disagrees with the batch's bytes (Incorrect declared batch size)",
+    K.ERR_TOO_MANY: "record count larger than the batch's bytes can hold",
+}
+
+
+def batch_columns(h: np.ndarray, positions: np.ndarray, sizes: np.ndarray, problems: list[Problem]) -> dict:
+    """Derive the v2 batch columns from the raw header matrix (rows of other formats are ignored)."""
+    magic = h[:, 2]
+    is_v2 = magic >= 2
+    attrs = h[:, 4]
+    base = h[:, 0]
+    last_delta = h[:, 5]
+    count = h[:, 11]
+    base_seq = h[:, 10]
+    # DefaultRecordBatch.lastSequence: wraps at Int32.MAX_VALUE
+    last_seq = np.where(base_seq == NO_SEQUENCE, NO_SEQUENCE, base_seq + last_delta)
+    last_seq = np.where(last_seq > 0x7FFFFFFF, last_seq - 0x80000000, last_seq)
+    for i in np.nonzero(is_v2 & (magic != 2))[0]:
+        problems.append(
+            Problem(int(positions[i]), "invalid_batch", f"magic {int(magic[i])} is not a known message format; Kafka reads it as v2 and its CRC does not cover the magic byte")
+        )
+    for i in np.nonzero(is_v2 & (sizes < RECORD_BATCH_OVERHEAD))[0]:
+        problems.append(
+            Problem(int(positions[i]), "invalid_batch", f"Record batch is corrupt (the size {int(sizes[i])} is smaller than the minimum allowed overhead {RECORD_BATCH_OVERHEAD})")
+        )
+    bad = is_v2 & (sizes >= RECORD_BATCH_OVERHEAD) & ((last_delta < 0) | (count < 0) | ((attrs & CODEC_MASK) > 4))
+    for i in np.nonzero(bad)[0]:
+        problems.append(
+            Problem(
+                int(positions[i]),
+                "invalid_batch",
+                f"impossible header: lastOffsetDelta {int(last_delta[i])}, record count {int(count[i])}, codec id {int(attrs[i]) & CODEC_MASK}",
+            )
+        )
+    return {
+        "base_offset": base,
+        "last_offset": base + np.maximum(last_delta, 0),
+        "record_count": count,
+        "codec_id": attrs & CODEC_MASK,
+        "producer_id": h[:, 8],
+        "producer_epoch": h[:, 9],
+        "base_sequence": base_seq,
+        "last_sequence": last_seq,
+        "is_transactional": (attrs & TRANSACTIONAL_MASK) != 0,
+        "is_control": (attrs & CONTROL_MASK) != 0,
+        "timestamp_type_id": ((attrs & TIMESTAMP_TYPE_MASK) != 0).astype(np.int64),
+        "base_timestamp": h[:, 6],
+        "max_timestamp": h[:, 7],
+        "attributes": attrs,
+    }
+
+
+def records(buf, h, positions, sizes, is_v2, cols, problems) -> list[dict]:
+    """Record-level pieces for the v2 batches: one over the file bytes, one over decompressed bytes."""
+    ok = is_v2 & (sizes >= RECORD_BATCH_OVERHEAD) & (h[:, 11] >= 0)
+    codec = cols["codec_id"]
+    plain = np.nonzero(ok & (codec == CODEC_NONE))[0]
+    packed = np.nonzero(ok & (codec != CODEC_NONE) & (codec <= 4))[0]
+    pieces = []
+    if plain.size:
+        starts = positions[plain] + RECORD_BATCH_OVERHEAD
+        ends = positions[plain] + sizes[plain]
+        pieces.append(_decode(buf, plain, starts, ends, h, cols, positions, problems, in_file=True))
+    if packed.size:
+        blobs, idx = [], []
+        for i in packed:  # one decompression call per compressed batch: the codec dominates
+            p, s = int(positions[i]), int(sizes[i])
+            try:
+                blobs.append(decompress(int(codec[i]), buf[p + RECORD_BATCH_OVERHEAD : p + s]))
+                idx.append(i)
+            except CodecError as exc:
+                problems.append(Problem(p, "invalid_batch", str(exc)))
+        if idx:
+            lens = np.fromiter((len(b) for b in blobs), np.int64, len(blobs))
+            ends = np.cumsum(lens)
+            dbuf = np.frombuffer(b"".join(blobs), np.uint8) if ends[-1] else np.zeros(1, np.uint8)
+            idx_a = np.array(idx, np.int64)
+            pieces.append(_decode(dbuf, idx_a, ends - lens, ends, h, cols, positions, problems, in_file=False))
+    return pieces
+
+
+def _decode(src, bidx, starts, ends, h, cols, positions, problems, in_file):
+    counts = h[bidx, 11]
+    cap = int(np.minimum(counts, (ends - starts) // MIN_RECORD_SIZE + 1).sum())
+    out = np.zeros((cap, 11), np.int64)
+    err = np.zeros(bidx.shape[0], np.int64)
+    nrec = np.zeros(bidx.shape[0], np.int64)
+    log_append = cols["timestamp_type_id"][bidx] == 1
+    n = K.decode_v2(src, starts, ends, counts, h[bidx, 0], h[bidx, 6], log_append, h[bidx, 7], out, err, nrec)
+    for j in np.nonzero(err)[0]:
+        problems.append(
+            Problem(
+                int(positions[bidx[j]]),
+                "invalid_batch",
+                f"record {int(nrec[j])} of {int(counts[j])}: {_ERRORS.get(int(err[j]), 'undecodable record')}",
+            )
+        )
+    out = out[:n]
+    local = out[:, 0]
+    batch_index = bidx[local]
+    is_control = cols["is_control"][batch_index]
+    kpos, klen, vpos, vlen = out[:, 4], out[:, 5], out[:, 6], out[:, 7]
+    # ControlRecordType: key = version(int16) type(int16); EndTransactionMarker value = version(int16) epoch(int32)
+    ctl = is_control & (klen >= 4)
+    ctype = np.full(n, -1, np.int64)
+    if ctl.any():
+        kp = kpos[ctl]
+        ctype[ctl] = (src[kp + 2].astype(np.int64) << 8) | src[kp + 3]
+    cval = is_control & (vlen >= 6) & ((ctype == 0) | (ctype == 1))
+    cepoch = np.zeros(n, np.int64)
+    if cval.any():
+        vp = vpos[cval]
+        raw = (
+            (src[vp + 2].astype(np.int64) << 24) | (src[vp + 3].astype(np.int64) << 16) | (src[vp + 4].astype(np.int64) << 8) | src[vp + 5]
+        )
+        cepoch[cval] = np.where(raw >= 0x80000000, raw - 0x100000000, raw)
+    known = np.where((ctype < 0) | (ctype >= UNKNOWN_CONTROL), UNKNOWN_CONTROL, ctype)
+    ctype_name = pa.array(CONTROL_TYPE_NAMES[known], mask=~is_control)
+    return {
+        "buf": src,
+        "batch_index": batch_index,
+        "offset": out[:, 1],
+        "timestamp": out[:, 2],
+        "key_pos": kpos,
+        "key_len": klen,
+        "value_pos": vpos,
+        "value_len": vlen,
+        "headers": out[:, 8],
+        "control_type": ctype_name,
+        "coordinator_epoch": pa.array(cepoch.astype(np.int32), mask=~cval),
+        "position": pa.array(out[:, 3], mask=np.full(n, not in_file)),
+    }

@@ -1,0 +1,314 @@
+"""Segment (``.log``) files: the only dispatcher on the magic byte, as FileLogInputStream is.
+
+    LogEntry => Offset:int64 Size:int32 (then magic at byte 16 of every entry)
+      magic >= 2  -> DefaultRecordBatch (default_records.py)
+      magic 0 / 1 -> LegacyRecord message, possibly a compressed wrapper (legacy_records.py)
+
+Mirrors ``FileLogInputStream.nextBatch`` (the hop and where it stops), ``DefaultRecordBatch`` /
+``LegacyRecord.ensureValid`` (CRCs, minimum sizes) and ``LogSegment.recover`` (which truncates at
+the first invalid batch). Where Kafka silently stops (torn tail, batch length past EOF) or
+silently accepts (unknown magic) we still say so, as a problem row with its byte position.
+
+Two depths: batch level reads headers and CRCs without decompressing v2 payloads; record level
+(``records=True``) decodes every record. Payload bytes are only kept when ``payloads=True``:
+records may hold personal data, so by default only their sizes and SHA-256 leave this module.
+Work is chunked (``chunk_bytes``) so a 1 GB segment streams through bounded memory.
+"""
+
+from __future__ import annotations
+
+import zlib
+from collections.abc import Iterator
+
+import crc32c
+import numpy as np
+import pyarrow as pa
+
+from . import _kernels as K
+from . import default_records, legacy_records
+from .common import Parsed, Problem, problems_table
+
+BIG_CRC = 512  # batches larger than this use the hardware CRC-32C library instead of the JIT loop
+CHUNK_BYTES = 32 << 20
+MAX_BATCHES_PER_CHUNK = 1 << 20
+
+BATCH_SCHEMA = pa.schema(
+    [
+        pa.field("position", pa.int64()),
+        pa.field("size", pa.int64()),
+        pa.field("magic", pa.int8()),
+        pa.field("base_offset", pa.int64()),
+        pa.field("last_offset", pa.int64()),
+        pa.field("record_count", pa.int32()),
+        pa.field("codec", pa.string()),
+        pa.field("crc", pa.int64()),  # unsigned 32-bit as stored
+        pa.field("crc_valid", pa.bool_()),
+        pa.field("partition_leader_epoch", pa.int32()),  # null for v0/v1
+        pa.field("producer_id", pa.int64()),
+        pa.field("producer_epoch", pa.int16()),
+        pa.field("base_sequence", pa.int32()),
+        pa.field("last_sequence", pa.int32()),
+        pa.field("is_transactional", pa.bool_()),
+        pa.field("is_control", pa.bool_()),
+        pa.field("timestamp_type", pa.string()),  # create | log_append | null (v0: no timestamps)
+        pa.field("base_timestamp", pa.int64()),
+        pa.field("max_timestamp", pa.int64()),
+        pa.field("attributes", pa.int16()),
+    ]
+)
+
+RECORD_SCHEMA = pa.schema(
+    [
+        pa.field("batch_position", pa.int64()),
+        pa.field("offset", pa.int64()),
+        pa.field("timestamp", pa.int64()),
+        pa.field("key_size", pa.int32()),
+        pa.field("value_size", pa.int32()),
+        pa.field("key_sha256", pa.string()),
+        pa.field("value_sha256", pa.string()),
+        pa.field("headers", pa.int32()),
+        pa.field("control_type", pa.string()),
+        pa.field("coordinator_epoch", pa.int32()),
+        pa.field("position", pa.int64()),  # byte position in the file; null inside compressed batches
+    ]
+)
+PAYLOAD_FIELDS = [pa.field("key", pa.binary()), pa.field("value", pa.binary())]
+
+
+def record_schema(payloads: bool = False) -> pa.Schema:
+    return pa.schema(list(RECORD_SCHEMA) + (PAYLOAD_FIELDS if payloads else []))
+
+
+def parse(data, path: str, records: bool = False, payloads: bool = False) -> Parsed:
+    """Parse a whole segment into one batches table (+ records in ``extra['records']``)."""
+    parts = list(iter_parse(data, path, records=records, payloads=payloads))
+    batches = pa.concat_tables([p.table for p in parts]) if parts else BATCH_SCHEMA.empty_table()
+    problems = pa.concat_tables([p.problems for p in parts]) if parts else problems_table(path, [])
+    extra = {}
+    if records:
+        recs = [p.extra["records"] for p in parts if "records" in p.extra]
+        extra["records"] = pa.concat_tables(recs) if recs else record_schema(payloads).empty_table()
+    return Parsed(batches, problems, extra)
+
+
+def iter_parse(
+    data, path: str, records: bool = False, payloads: bool = False, chunk_bytes: int = CHUNK_BYTES
+) -> Iterator[Parsed]:
+    """Yield Parsed pieces, one per ~chunk_bytes of segment, in file order."""
+    buf = np.frombuffer(data, dtype=np.uint8) if len(data) else np.zeros(0, np.uint8)
+    end = buf.shape[0]
+    pos = 0
+    prev_last = None
+    cap = MAX_BATCHES_PER_CHUNK
+    out_pos = np.empty(cap, np.int64)
+    out_size = np.empty(cap, np.int64)
+    while True:
+        limit = min(end, pos + max(chunk_bytes, 1))
+        n, nxt, stop = K.scan(buf, pos, end, limit, cap, out_pos, out_size)
+        positions = out_pos[:n].copy()
+        sizes = out_size[:n].copy()
+        problems: list[Problem] = []
+        batches, recs, prev_last = _decode_chunk(buf, positions, sizes, records, payloads, problems, prev_last)
+        if stop != K.STOP_LIMIT:
+            _stop_problem(buf, nxt, end, stop, problems)
+        piece = Parsed(batches, problems_table(path, problems))
+        if records:
+            piece.extra["records"] = recs
+        yield piece
+        pos = nxt
+        if stop != K.STOP_LIMIT:
+            return
+
+
+def _stop_problem(buf: np.ndarray, pos: int, end: int, stop: int, problems: list[Problem]) -> None:
+    """Say why reading stopped before the end of the file, the way Kafka would have stopped."""
+    if stop == K.STOP_END:
+        return
+    rest = end - pos
+    if not buf[pos:end].any():
+        problems.append(
+            Problem(pos, "zero_filled_tail", f"{rest} zero bytes from position {pos} to the end of the file ({end})")
+        )
+        return
+    if stop == K.STOP_SHORT:
+        problems.append(
+            Problem(pos, "torn_tail", f"{rest} bytes at the end of the file are too short for a batch header; Kafka ignores them")
+        )
+    elif stop == K.STOP_BAD_SIZE:
+        size = int(np.frombuffer(buf[pos + 8 : pos + 12].tobytes(), ">i4")[0])
+        problems.append(
+            Problem(
+                pos,
+                "invalid_batch",
+                f"Found record size {size} smaller than minimum record overhead ({K.RECORD_OVERHEAD_V0}); "
+                f"Kafka's reader throws here and recovery truncates the remaining {rest} bytes",
+            )
+        )
+    elif stop == K.STOP_PAST_EOF:
+        size = int(np.frombuffer(buf[pos + 8 : pos + 12].tobytes(), ">i4")[0])
+        over = pos + K.LOG_OVERHEAD + size - end
+        problems.append(
+            Problem(
+                pos,
+                "torn_tail",
+                f"batch length {size} runs {over} bytes past the end of the file ({end}); "
+                f"Kafka stops reading here and recovery truncates the remaining {rest} bytes",
+            )
+        )
+
+
+def _decode_chunk(buf, positions, sizes, records, payloads, problems, prev_last):
+    n = positions.shape[0]
+    h = np.zeros((n, 16), np.int64)
+    K.read_headers(buf, positions, sizes, BIG_CRC, K.CRC32C_TABLE, K.CRC32_TABLE, h)
+    magic = h[:, 2]
+    is_v2 = magic >= 2
+    big = np.nonzero(h[:, 12] < 0)[0]
+    for i in big:  # few and large: the hardware CRC wins
+        p, s = int(positions[i]), int(sizes[i])
+        if is_v2[i]:
+            if s >= K.V2_HEADER_SIZE:
+                h[i, 12] = crc32c.crc32c(buf[p + 21 : p + s])
+        else:
+            h[i, 12] = zlib.crc32(buf[p + 16 : p + s])
+
+    v2 = default_records.batch_columns(h, positions, sizes, problems)
+    legacy = legacy_records.batch_columns(buf, h, positions, sizes, problems, want_records=records, payloads=payloads)
+    cols = {}
+    for name in v2:
+        cols[name] = np.where(is_v2, v2[name], legacy[name]) if n else v2[name]
+    # per-batch problems that do not depend on the format
+    crc_bad = (h[:, 12] != h[:, 3]) & (h[:, 12] >= 0)
+    for i in np.nonzero(crc_bad)[0]:
+        problems.append(
+            Problem(
+                int(positions[i]),
+                "crc_mismatch",
+                f"stored crc 0x{int(h[i, 3]):08x}, computed 0x{int(h[i, 12]):08x} "
+                f"({'CRC-32C' if is_v2[i] else 'CRC-32'}); LogSegment.recover truncates the segment from here",
+            )
+        )
+    base = cols["base_offset"]
+    last = cols["last_offset"]
+    if n:
+        prev = np.concatenate([[prev_last if prev_last is not None else np.iinfo(np.int64).min], last[:-1]])
+        for i in np.nonzero(base <= prev)[0]:
+            problems.append(
+                Problem(
+                    int(positions[i]),
+                    "offset_regression",
+                    f"batch base offset {int(base[i])} is not above the previous batch's last offset {int(prev[i])}",
+                )
+            )
+        prev_last = int(last[-1])
+    table = _batch_table(positions, sizes, h, cols)
+
+    recs = None
+    if records:
+        pieces = default_records.records(buf, h, positions, sizes, is_v2, cols, problems) + legacy["records"]
+        pieces = [p for p in pieces if len(p["batch_index"])]
+        recs = _records_table(pieces, positions, payloads)
+    problems.sort(key=lambda pr: pr.position)
+    return table, recs, prev_last
+
+
+def _batch_table(positions, sizes, h, cols) -> pa.Table:
+    magic = h[:, 2]
+    is_v2 = magic >= 2
+    codec_id = cols["codec_id"]
+    codec = pa.array(np.array(["none", "gzip", "snappy", "lz4", "zstd", "unknown(5)", "unknown(6)", "unknown(7)"])[codec_id & 7])
+    ts_type = cols["timestamp_type_id"]  # 0 create, 1 log_append, -1 none
+    ts_names = np.array(["create", "log_append", ""])
+    ts_arr = pa.array(ts_names[np.where(ts_type < 0, 2, ts_type)], mask=ts_type < 0)
+    return pa.table(
+        {
+            "position": positions,
+            "size": sizes,
+            "magic": magic.astype(np.int8),
+            "base_offset": cols["base_offset"],
+            "last_offset": cols["last_offset"],
+            "record_count": pa.array(cols["record_count"].astype(np.int32)),
+            "codec": codec,
+            "crc": h[:, 3],
+            "crc_valid": h[:, 12] == h[:, 3],
+            "partition_leader_epoch": pa.array(h[:, 1].astype(np.int32), mask=~is_v2),
+            "producer_id": cols["producer_id"],
+            "producer_epoch": cols["producer_epoch"].astype(np.int16),
+            "base_sequence": cols["base_sequence"].astype(np.int32),
+            "last_sequence": cols["last_sequence"].astype(np.int32),
+            "is_transactional": cols["is_transactional"],
+            "is_control": cols["is_control"],
+            "timestamp_type": ts_arr,
+            "base_timestamp": cols["base_timestamp"],
+            "max_timestamp": cols["max_timestamp"],
+            "attributes": cols["attributes"].astype(np.int16),
+        },
+        schema=BATCH_SCHEMA,
+    )
+
+
+HEX = np.frombuffer(b"".join(f"{i:02x}".encode() for i in range(256)), dtype=np.uint8).reshape(256, 2)
+
+
+def hex_digests(digests: np.ndarray, valid: np.ndarray) -> pa.Array:
+    """(n, 32) SHA-256 digests -> Arrow strings of 64 hex chars, null where not valid; no Python loop."""
+    n = digests.shape[0]
+    chars = HEX[digests].reshape(n * 64)
+    offsets = np.arange(0, (n + 1) * 64, 64, dtype=np.int32)
+    arr = pa.Array.from_buffers(pa.string(), n, [None, pa.py_buffer(offsets), pa.py_buffer(chars.tobytes())])
+    if (~valid).any():
+        arr = pa.compute.if_else(pa.array(valid), arr, pa.scalar(None, pa.string()))
+    return arr
+
+
+def gather_binary(src: np.ndarray, pos: np.ndarray, length: np.ndarray) -> pa.Array:
+    """Arrow binary array of src[pos[i]:pos[i]+length[i]] (null where length < 0), vectorised."""
+    valid = length >= 0
+    ln = np.where(valid, length, 0).astype(np.int64)
+    offsets = np.zeros(ln.shape[0] + 1, np.int64)
+    np.cumsum(ln, out=offsets[1:])
+    total = int(offsets[-1])
+    if total:
+        idx = np.repeat(pos.astype(np.int64) - offsets[:-1], ln) + np.arange(total, dtype=np.int64)
+        data = src[idx].tobytes()
+    else:
+        data = b""
+    validity = pa.array(valid).buffers()[1] if (~valid).any() else None
+    return pa.Array.from_buffers(pa.large_binary(), ln.shape[0], [validity, pa.py_buffer(offsets), pa.py_buffer(data)]).cast(
+        pa.binary()
+    )
+
+
+def _records_table(pieces, positions, payloads) -> pa.Table:
+    """Stitch record pieces (file bytes, decompressed bytes) back into file order, hash them."""
+    cols = []
+    for pc_ in pieces:
+        src = pc_["buf"]
+        n = len(pc_["batch_index"])
+        kd = np.zeros((n, 32), np.uint8)
+        vd = np.zeros((n, 32), np.uint8)
+        K.sha256_many(src, pc_["key_pos"], pc_["key_len"], kd)
+        K.sha256_many(src, pc_["value_pos"], pc_["value_len"], vd)
+        t = {
+            "batch_position": positions[pc_["batch_index"]],
+            "offset": pc_["offset"],
+            "timestamp": pc_["timestamp"],
+            "key_size": pa.array(pc_["key_len"].astype(np.int32)),
+            "value_size": pa.array(pc_["value_len"].astype(np.int32)),
+            "key_sha256": hex_digests(kd, pc_["key_len"] >= 0),
+            "value_sha256": hex_digests(vd, pc_["value_len"] >= 0),
+            "headers": pa.array(pc_["headers"].astype(np.int32)),
+            "control_type": pc_["control_type"],
+            "coordinator_epoch": pc_["coordinator_epoch"],
+            "position": pc_["position"],
+        }
+        if payloads:
+            t["key"] = gather_binary(src, pc_["key_pos"], pc_["key_len"])
+            t["value"] = gather_binary(src, pc_["value_pos"], pc_["value_len"])
+        cols.append((pc_["batch_index"], pa.table(t, schema=record_schema(payloads))))
+    if not cols:
+        return record_schema(payloads).empty_table()
+    keys = np.concatenate([c[0] for c in cols])
+    table = pa.concat_tables([c[1] for c in cols])
+    order = np.argsort(keys, kind="stable")
+    return table.take(pa.array(order))
