@@ -36,7 +36,7 @@ TOPIC_ID_KEY = "topic_id"
 VERSION_LINE = 1
 TOPIC_ID_LINE = 2
 PROBLEM_KIND = "checkpoint_malformed"
-ZERO_UUID = "AAAAAAAAAAAAAAAAAAAAAA"  # Uuid.ZERO_UUID.toString()
+ZERO_UUID = "00000000-0000-0000-0000-000000000000"  # Uuid.ZERO_UUID
 
 _SEPARATOR = re.compile("[:][ \t\n\x0b\f\r]+")  # PartitionMetadataReadBuffer: ":\\s+"
 
@@ -103,8 +103,10 @@ def parse(data: bytes | memoryview, path: str) -> Parsed:
                 Problem(TOPIC_ID_LINE, PROBLEM_KIND, f"IllegalArgumentException: {exc} (line: {line})")
             )
         else:
-            if value == ZERO_UUID or topic_uuid == "00000000-0000-0000-0000-000000000000":
-                problems.append(Problem(TOPIC_ID_LINE, PROBLEM_KIND, "Invalid topic ID in partition metadata file (zero UUID)"))
+            if topic_uuid == ZERO_UUID:
+                problems.append(
+                    Problem(TOPIC_ID_LINE, PROBLEM_KIND, "Invalid topic ID in partition metadata file (the zero UUID)")
+                )
     for extra in range(2, len(lines)):
         if lines[extra].strip(" \t\f\x0b"):
             problems.append(

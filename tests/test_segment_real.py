@@ -104,6 +104,13 @@ def test_found_dataset_parses_cleanly_and_matches_manifest(ds):
         missing = {line.split("\t")[0] for line in (ds / "MISSING.tsv").read_text().splitlines() if line and not line.startswith("#")}
     total = 0
     magics = set()
+    snapshots = sorted(ds.rglob("*-*.checkpoint")) + sorted(ds.rglob("bootstrap.checkpoint"))
+    for p in snapshots:  # KRaft metadata snapshots are record batches too
+        got = _parse(p, records=True)
+        assert got.problems.num_rows == 0, (p, got.problems.to_pylist())
+        assert got.table.num_rows > 0 and set(got.table.column("magic").to_pylist()) == {2}
+    if ds.name.startswith("kraft-snapshots"):
+        assert len(snapshots) == 45 + 1  # 45 metadata snapshots + bootstrap.checkpoint
     for p in sorted(ds.rglob("*.log")):
         if str(p.relative_to(ds)) in missing:
             continue
