@@ -428,8 +428,11 @@ def _compress(state, block, w, k):
 
 
 @njit(cache=True)
-def sha256_many(buf, pos, length, out):
-    """SHA-256 of buf[pos[i]:pos[i]+length[i]] into out[i] (32 bytes); skipped where length < 0."""
+def sha256_many_jit(buf, pos, length, out):
+    """SHA-256 of buf[pos[i]:pos[i]+length[i]] into out[i] (32 bytes); skipped where length < 0.
+
+    Portable fallback; ``sha256_many`` prefers OpenSSL's SHA-NI code when it can be reached.
+    """
     state = np.empty(8, np.uint32)
     w = np.empty(64, np.uint32)
     tail = np.empty(128, np.uint8)
@@ -463,3 +466,68 @@ def sha256_many(buf, pos, length, out):
             out[i, 4 * t + 1] = np.uint8((s >> np.uint32(16)) & np.uint32(0xFF))
             out[i, 4 * t + 2] = np.uint8((s >> np.uint32(8)) & np.uint32(0xFF))
             out[i, 4 * t + 3] = np.uint8(s & np.uint32(0xFF))
+
+
+# ---------------------------------------------------------------------------- SHA-256 via OpenSSL
+#
+# Hashing every key and value dominates record-level decoding. OpenSSL (already loaded by
+# Python's hashlib) uses the CPU's SHA extensions: ~3x faster than the JIT kernel above. It is
+# called from a JIT loop through ctypes, so there is still no Python call per record.
+
+
+def _openssl_sha256():
+    import ctypes
+    import ctypes.util
+
+    try:
+        import _hashlib  # noqa: F401  (makes sure the same libcrypto is loaded)
+
+        name = ctypes.util.find_library("crypto")
+        if not name:
+            return None
+        lib = ctypes.CDLL(name)
+        init, update, final = lib.SHA256_Init, lib.SHA256_Update, lib.SHA256_Final
+    except (OSError, AttributeError, ImportError):
+        return None
+    init.argtypes, init.restype = [ctypes.c_void_p], ctypes.c_int
+    update.argtypes, update.restype = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t], ctypes.c_int
+    final.argtypes, final.restype = [ctypes.c_void_p, ctypes.c_void_p], ctypes.c_int
+
+    @njit(cache=False)
+    def many(buf, pos, length, out, ctx):
+        base = buf.ctypes.data
+        c = ctx.ctypes.data
+        for i in range(pos.shape[0]):
+            if length[i] < 0:
+                continue
+            init(c)
+            update(c, base + pos[i], length[i])
+            final(out[i].ctypes.data, c)
+
+    probe = np.frombuffer(b"abc", np.uint8)
+    got = np.zeros((1, 32), np.uint8)
+    try:
+        many(probe, np.zeros(1, np.int64), np.full(1, 3, np.int64), got, np.zeros(256, np.uint8))
+    except Exception:
+        return None
+    import hashlib
+
+    if got.tobytes() != hashlib.sha256(b"abc").digest():
+        return None
+    return many
+
+
+_OPENSSL_MANY = None
+_OPENSSL_TRIED = False
+
+
+def sha256_many(buf, pos, length, out):
+    """SHA-256 of each buf[pos[i]:pos[i]+length[i]] into out[i]; OpenSSL if available, else JIT."""
+    global _OPENSSL_MANY, _OPENSSL_TRIED
+    if not _OPENSSL_TRIED:
+        _OPENSSL_TRIED = True
+        _OPENSSL_MANY = _openssl_sha256()
+    if _OPENSSL_MANY is None or buf.shape[0] == 0:
+        sha256_many_jit(buf, pos, length, out)
+    else:
+        _OPENSSL_MANY(buf, pos.astype(np.int64), length.astype(np.int64), out, np.zeros(256, np.uint8))

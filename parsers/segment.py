@@ -17,6 +17,8 @@ Work is chunked (``chunk_bytes``) so a 1 GB segment streams through bounded memo
 
 from __future__ import annotations
 
+import binascii
+import mmap
 import zlib
 from collections.abc import Iterator
 
@@ -115,9 +117,26 @@ def iter_parse(
         if records:
             piece.extra["records"] = recs
         yield piece
+        _release(data, pos, nxt)
         pos = nxt
         if stop != K.STOP_LIMIT:
             return
+
+
+def _release(data, start: int, stop: int) -> None:
+    """Let the kernel drop mapped pages we are done with, so RSS stays bounded on huge segments.
+
+    Safe on a read-only shared mapping: a page touched again is re-read from the page cache.
+    """
+    if not isinstance(data, mmap.mmap) or not hasattr(mmap, "MADV_DONTNEED"):
+        return
+    first = start - start % mmap.PAGESIZE
+    length = (stop - first) - (stop - first) % mmap.PAGESIZE
+    if length > 0:
+        try:
+            data.madvise(mmap.MADV_DONTNEED, first, length)
+        except (OSError, ValueError):
+            pass
 
 
 def _stop_problem(buf: np.ndarray, pos: int, end: int, stop: int, problems: list[Problem]) -> None:
@@ -173,10 +192,12 @@ def _decode_chunk(buf, positions, sizes, records, payloads, problems, prev_last)
             h[i, 12] = zlib.crc32(buf[p + 16 : p + s])
 
     v2 = default_records.batch_columns(h, positions, sizes, problems)
-    legacy = legacy_records.batch_columns(buf, h, positions, sizes, problems, want_records=records, payloads=payloads)
-    cols = {}
-    for name in v2:
-        cols[name] = np.where(is_v2, v2[name], legacy[name]) if n else v2[name]
+    if is_v2.all():  # the common case: no legacy messages in this chunk, nothing to merge
+        cols, legacy_pieces = v2, []
+    else:
+        legacy = legacy_records.batch_columns(buf, h, positions, sizes, problems, want_records=records, payloads=payloads)
+        cols = {name: np.where(is_v2, v2[name], legacy[name]) for name in v2}
+        legacy_pieces = legacy["records"]
     # per-batch problems that do not depend on the format
     crc_bad = (h[:, 12] != h[:, 3]) & (h[:, 12] >= 0)
     for i in np.nonzero(crc_bad)[0]:
@@ -205,21 +226,24 @@ def _decode_chunk(buf, positions, sizes, records, payloads, problems, prev_last)
 
     recs = None
     if records:
-        pieces = default_records.records(buf, h, positions, sizes, is_v2, cols, problems) + legacy["records"]
+        pieces = default_records.records(buf, h, positions, sizes, is_v2, cols, problems) + legacy_pieces
         pieces = [p for p in pieces if len(p["batch_index"])]
         recs = _records_table(pieces, positions, payloads)
     problems.sort(key=lambda pr: pr.position)
     return table, recs, prev_last
 
 
+_CODEC_NAMES = pa.array(["none", "gzip", "snappy", "lz4", "zstd", "unknown(5)", "unknown(6)", "unknown(7)"])
+_TS_NAMES = pa.array(["create", "log_append", None], pa.string())
+
+
 def _batch_table(positions, sizes, h, cols) -> pa.Table:
     magic = h[:, 2]
     is_v2 = magic >= 2
     codec_id = cols["codec_id"]
-    codec = pa.array(np.array(["none", "gzip", "snappy", "lz4", "zstd", "unknown(5)", "unknown(6)", "unknown(7)"])[codec_id & 7])
-    ts_type = cols["timestamp_type_id"]  # 0 create, 1 log_append, -1 none
-    ts_names = np.array(["create", "log_append", ""])
-    ts_arr = pa.array(ts_names[np.where(ts_type < 0, 2, ts_type)], mask=ts_type < 0)
+    codec = _CODEC_NAMES.take(pa.array(codec_id & 7))
+    ts_type = cols["timestamp_type_id"]  # 0 create, 1 log_append, -1 none (v0)
+    ts_arr = _TS_NAMES.take(pa.array(np.where(ts_type < 0, 2, ts_type)))
     return pa.table(
         {
             "position": positions,
@@ -247,15 +271,12 @@ def _batch_table(positions, sizes, h, cols) -> pa.Table:
     )
 
 
-HEX = np.frombuffer(b"".join(f"{i:02x}".encode() for i in range(256)), dtype=np.uint8).reshape(256, 2)
-
-
 def hex_digests(digests: np.ndarray, valid: np.ndarray) -> pa.Array:
     """(n, 32) SHA-256 digests -> Arrow strings of 64 hex chars, null where not valid; no Python loop."""
     n = digests.shape[0]
-    chars = HEX[digests].reshape(n * 64)
     offsets = np.arange(0, (n + 1) * 64, 64, dtype=np.int32)
-    arr = pa.Array.from_buffers(pa.string(), n, [None, pa.py_buffer(offsets), pa.py_buffer(chars.tobytes())])
+    chars = binascii.hexlify(np.ascontiguousarray(digests).tobytes())
+    arr = pa.Array.from_buffers(pa.string(), n, [None, pa.py_buffer(offsets), pa.py_buffer(chars)])
     if (~valid).any():
         arr = pa.compute.if_else(pa.array(valid), arr, pa.scalar(None, pa.string()))
     return arr
@@ -310,5 +331,6 @@ def _records_table(pieces, positions, payloads) -> pa.Table:
         return record_schema(payloads).empty_table()
     keys = np.concatenate([c[0] for c in cols])
     table = pa.concat_tables([c[1] for c in cols])
-    order = np.argsort(keys, kind="stable")
-    return table.take(pa.array(order))
+    if keys.size < 2 or (np.diff(keys) >= 0).all():
+        return table
+    return table.take(pa.array(np.argsort(keys, kind="stable")))
