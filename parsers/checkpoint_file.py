@@ -31,7 +31,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ._java import JAVA_WHITESPACE, JavaNumberFormatError, decode_utf8, parse_int, split_lines
+from ._java import JAVA_WHITESPACE, JavaNumberFormatError, decode_utf8, parse_int, parse_integers, split_lines
 from .common import Problem
 
 VERSION_LINE = 1
@@ -65,42 +65,34 @@ def read_checkpoint_text(data: bytes | memoryview, expected_version: int, kind: 
     lines = split_lines(text)
     if not lines:
         return out
-    try:
-        out.version = parse_int(lines[0])
-    except JavaNumberFormatError:
+    out.version = _header_int(lines, VERSION_LINE, kind, out.problems)
+    if out.version is not None and out.version != expected_version:
         out.problems.append(
-            Problem(VERSION_LINE, kind, f"Malformed line in checkpoint file: {lines[0]!s}")
+            Problem(VERSION_LINE, kind, f"Unrecognised version:{out.version}, expected version: {expected_version}")
         )
-    else:
-        if out.version != expected_version:
-            out.problems.append(
-                Problem(
-                    VERSION_LINE,
-                    kind,
-                    f"Unrecognised version:{out.version}, expected version: {expected_version}",
-                )
-            )
     if len(lines) < 2:
         return out
-    try:
-        out.expected_count = parse_int(lines[1])
-    except JavaNumberFormatError:
+    out.expected_count = _header_int(lines, COUNT_LINE, kind, out.problems)
+    if out.expected_count is not None and out.expected_count < 0:
+        # new ArrayList<>(expectedSize) throws before any entry is read
         out.problems.append(
-            Problem(COUNT_LINE, kind, f"Malformed line in checkpoint file: {lines[1]!s}")
-        )
-    else:
-        if out.expected_count < 0:
-            # new ArrayList<>(expectedSize) throws before any entry is read
-            out.problems.append(
-                Problem(
-                    COUNT_LINE,
-                    kind,
-                    f"IllegalArgumentException: Illegal Capacity: {out.expected_count}"
-                    " (negative entry count)",
-                )
+            Problem(
+                COUNT_LINE,
+                kind,
+                f"IllegalArgumentException: Illegal Capacity: {out.expected_count} (negative entry count)",
             )
+        )
     out.entry_lines = lines[2:]
     return out
+
+
+def _header_int(lines: list[str], line: int, kind: str, problems: list[Problem]) -> int | None:
+    """Header line ``line`` (1-based) as a Java int; None, and a problem, when it is not one."""
+    try:
+        return parse_int(lines[line - 1])
+    except JavaNumberFormatError:
+        problems.append(Problem(line, kind, f"Malformed line in checkpoint file: {lines[line - 1]!s}"))
+        return None
 
 
 def check_count(text: CheckpointText, kind: str) -> list[Problem]:
@@ -183,3 +175,33 @@ def number_problems(
             )
         )
     return good, problems
+
+
+def entries_table(
+    entry_lines: list[str], schema: pa.Schema, path: str, file_kind: str | None, kind: str
+) -> tuple[pa.Table, list[Problem]]:
+    """Parse the entry lines into ``schema``: ``path, file_kind, <field>..., line``.
+
+    The fields are the schema's columns between ``file_kind`` and ``line``, in the order they
+    stand on a line; an integer column is parsed as a Java int (32 bits) or long (64 bits), a
+    string column is kept as written. Only the lines that parsed become rows. Returns the
+    table and the problems (malformed lines, then numbers Java cannot parse).
+    """
+    names = schema.names[2:-1]
+    types = [schema.field(name).type for name in names]
+    parts, ok = split_entries(entry_lines, len(names))
+    raw = [field_column(parts, ok, i) for i in range(len(names))]
+    values = [parse_integers(r, t.bit_width) if pa.types.is_integer(t) else r for r, t in zip(raw, types)]
+    problems = malformed_line_problems(entry_lines, ~ok, kind)
+    numbers = [(r, v) for r, v, t in zip(raw, values, types) if pa.types.is_integer(t)]
+    good, bad_numbers = number_problems(entry_lines, numbers, ok, kind)
+    problems += bad_numbers
+
+    keep = pa.array(good)
+    n = int(good.sum())
+    line_numbers = pa.array(np.arange(FIRST_ENTRY_LINE, FIRST_ENTRY_LINE + len(entry_lines), dtype=np.int32))
+    columns = {"path": pa.array([path] * n, pa.string()), "file_kind": pa.array([file_kind] * n, pa.string())}
+    for name, value, t in zip(names, values, types):
+        columns[name] = pc.cast(pc.filter(value, keep), t)
+    columns["line"] = pc.filter(line_numbers, keep)
+    return pa.table(columns, schema=schema), problems

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import mmap
 import os
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 import pyarrow as pa
@@ -58,6 +58,16 @@ def problems_table(path: str, problems: Iterable[Problem]) -> pa.Table:
         },
         schema=PROBLEM_SCHEMA,
     )
+
+
+def problems_at(
+    indices: Iterable, position: Callable[[int], int], kind: str, detail: Callable[[int], str]
+) -> list[Problem]:
+    """One ``kind`` problem per index (e.g. the offenders of a vectorised check).
+
+    ``position(i)`` and ``detail(i)`` give the problem's position and text for index ``i``.
+    """
+    return [Problem(position(i), kind, detail(i)) for i in indices]
 
 
 def empty_table(schema: pa.Schema) -> pa.Table:

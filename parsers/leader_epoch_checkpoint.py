@@ -24,22 +24,11 @@ from __future__ import annotations
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
-from ._java import parse_integers
-from .checkpoint_file import (
-    FIRST_ENTRY_LINE,
-    check_count,
-    field_column,
-    malformed_line_problems,
-    number_problems,
-    read_checkpoint_text,
-    split_entries,
-)
+from .checkpoint_file import check_count, entries_table, read_checkpoint_text
 from .common import Parsed, Problem, problems_table
 
 CURRENT_VERSION = 0  # LeaderEpochCheckpointFile.CURRENT_VERSION
-N_FIELDS = 2  # epoch start_offset
 FILE_KIND = "leader_epoch"
 PROBLEM_KIND = "leader_epoch_malformed"
 
@@ -65,28 +54,8 @@ def parse(data: bytes | memoryview, path: str) -> Parsed:
     if not lines:
         return Parsed(SCHEMA.empty_table(), problems_table(path, problems))
 
-    parts, ok = split_entries(lines, N_FIELDS)
-    raw_epoch = field_column(parts, ok, 0)
-    raw_start = field_column(parts, ok, 1)
-    epoch = parse_integers(raw_epoch, 32)
-    start = parse_integers(raw_start, 64)
-    problems += malformed_line_problems(lines, ~ok, PROBLEM_KIND)
-    good, bad_numbers = number_problems(lines, [(raw_epoch, epoch), (raw_start, start)], ok, PROBLEM_KIND)
-    problems += bad_numbers
-
-    keep = pa.array(good)
-    n = int(good.sum())
-    line_numbers = pa.array(np.arange(FIRST_ENTRY_LINE, FIRST_ENTRY_LINE + len(lines), dtype=np.int32))
-    table = pa.table(
-        {
-            "path": pa.array([path] * n, pa.string()),
-            "file_kind": pa.array([FILE_KIND] * n, pa.string()),
-            "epoch": pc.cast(pc.filter(epoch, keep), pa.int32()),
-            "start_offset": pc.filter(start, keep),
-            "line": pc.filter(line_numbers, keep),
-        },
-        schema=SCHEMA,
-    )
+    table, entry_problems = entries_table(lines, SCHEMA, path, FILE_KIND, PROBLEM_KIND)
+    problems += entry_problems
     problems += sanity_check(table)
     problems.sort(key=lambda p: p.position)
     return Parsed(table, problems_table(path, problems))

@@ -24,25 +24,14 @@ from __future__ import annotations
 
 import os
 
-import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ._java import parse_integers
-from .checkpoint_file import (
-    FIRST_ENTRY_LINE,
-    check_count,
-    field_column,
-    malformed_line_problems,
-    number_problems,
-    read_checkpoint_text,
-    split_entries,
-)
+from .checkpoint_file import check_count, entries_table, read_checkpoint_text
 from .common import Parsed, Problem, problems_table
 from .names import OFFSET_CHECKPOINT_KINDS, detect_kind
 
 CURRENT_VERSION = 0  # OffsetCheckpointFile.CURRENT_VERSION
-N_FIELDS = 3  # topic partition offset
 PROBLEM_KIND = "checkpoint_malformed"
 
 SCHEMA = pa.schema(
@@ -77,32 +66,9 @@ def parse(data: bytes | memoryview, path: str, file_kind: str | None = None) -> 
         problems += check_count(text, PROBLEM_KIND)
         return Parsed(SCHEMA.empty_table(), problems_table(path, problems))
 
-    parts, ok = split_entries(lines, N_FIELDS)
-    topic = field_column(parts, ok, 0)
-    raw_partition = field_column(parts, ok, 1)
-    raw_offset = field_column(parts, ok, 2)
-    partition = parse_integers(raw_partition, 32)
-    offset = parse_integers(raw_offset, 64)
-    problems += malformed_line_problems(lines, ~ok, PROBLEM_KIND)
-    good, bad_numbers = number_problems(
-        lines, [(raw_partition, partition), (raw_offset, offset)], ok, PROBLEM_KIND
-    )
-    problems += bad_numbers
+    table, entry_problems = entries_table(lines, SCHEMA, path, kind, PROBLEM_KIND)
+    problems += entry_problems
     problems += check_count(text, PROBLEM_KIND)
-
-    keep = pa.array(good)
-    line_numbers = pa.array(np.arange(FIRST_ENTRY_LINE, FIRST_ENTRY_LINE + len(lines), dtype=np.int32))
-    table = pa.table(
-        {
-            "path": pa.array([path] * int(good.sum()), pa.string()),
-            "file_kind": pa.array([kind] * int(good.sum()), pa.string()),
-            "topic": pc.filter(topic, keep),
-            "partition": pc.cast(pc.filter(partition, keep), pa.int32()),
-            "offset": pc.filter(offset, keep),
-            "line": pc.filter(line_numbers, keep),
-        },
-        schema=SCHEMA,
-    )
     problems += _duplicate_problems(table)
     problems.sort(key=lambda p: p.position)
     return Parsed(table, problems_table(path, problems))

@@ -30,15 +30,11 @@ Zero padding left by a crashed broker is not a problem (see _index.py); the coun
 
 from __future__ import annotations
 
-import os
-
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
-from ._index import INFO_SCHEMA, as_uint8, info_table, layout, padding_entries
-from .common import Parsed, Problem, problems_table
-from .names import base_offset_from_name
+from ._index import INFO_SCHEMA, padding_entries, parse_index, real_entries, sanity_problems
+from .common import Parsed, Problem, problems_at, problems_table
 
 ENTRY_DTYPE = np.dtype([("relative_offset", ">i4"), ("position", ">i4")])
 ENTRY_SIZE = ENTRY_DTYPE.itemsize  # 8, OffsetIndex.ENTRY_SIZE
@@ -72,32 +68,7 @@ def parse(data: bytes | memoryview, path: str, base_offset: int | None = None) -
     ``base_offset`` defaults to the one in the file name (0 when the name has none, as for a
     renamed copy; pass it explicitly then).
     """
-    if base_offset is None:
-        base_offset = base_offset_from_name(os.path.basename(path))
-    base = 0 if base_offset is None else base_offset
-    raw = as_uint8(data)
-    lay = layout(raw, ENTRY_SIZE)
-    entries = np.frombuffer(raw[: lay.n_real * ENTRY_SIZE].tobytes(), dtype=ENTRY_DTYPE)
-    relative = entries["relative_offset"].astype(np.int32)
-    position = entries["position"].astype(np.int64)
-    n = lay.n_real
-    table = pa.table(
-        {
-            "path": pa.array([path] * n, pa.string()),
-            "slot": pa.array(np.arange(n, dtype=np.int32)),
-            "offset": pa.array(relative.astype(np.int64) + base),
-            "relative_offset": pa.array(relative),
-            "position": pa.array(position),
-            "is_padding": pa.array((relative == 0) & (position == 0)),
-        },
-        schema=SCHEMA,
-    )
-    problems = sanity_check(table, base, raw.size)
-    return Parsed(
-        table,
-        problems_table(path, problems),
-        extra={"index_info": info_table(path, base_offset, raw.size, lay)},
-    )
+    return parse_index(data, path, base_offset, ENTRY_DTYPE, SCHEMA, sanity_check)
 
 
 def sanity_check(table: pa.Table, base_offset: int, length: int) -> list[Problem]:
@@ -105,67 +76,27 @@ def sanity_check(table: pa.Table, base_offset: int, length: int) -> list[Problem
 
     Vectorised over all entries; Python only touches the offending ones.
     """
-    problems: list[Problem] = []
-    torn = length % ENTRY_SIZE
-    if torn:
-        problems.append(
-            Problem(
-                length - torn,
-                PROBLEM_KIND,
-                f"{length} bytes, not a multiple of {ENTRY_SIZE}: the last {torn} bytes are a"
-                " partial entry (Kafka's sanityCheck: neither positive nor a multiple of 8)",
-            )
-        )
-    if table.num_rows == 0:
-        return problems
+    problems = sanity_problems(
+        table,
+        base_offset,
+        length,
+        entry_size=ENTRY_SIZE,
+        kind=PROBLEM_KIND,
+        torn_note="(Kafka's sanityCheck: neither positive nor a multiple of 8)",
+        hole_note="index (kafka-dump-log stops reading here)",
+        below_note=" (Kafka's sanityCheck tests only the last entry)",
+        increasing=[("offset", True), ("position", True)],
+        backwards_note=lambda b, real: " (OffsetIndex.append never writes this; Kafka's sanityCheck does not look)",
+    )
     slot = table["slot"].to_numpy()
-    offset = table["offset"].to_numpy()
     position = table["position"].to_numpy()
-    hole = table["is_padding"].to_numpy(zero_copy_only=False)
-    for i in np.flatnonzero(hole):
-        problems.append(
-            Problem(
-                int(slot[i]) * ENTRY_SIZE,
-                PROBLEM_KIND,
-                f"entry {slot[i]} is all zeros but real entries follow it: a zeroed hole in the"
-                " index (kafka-dump-log stops reading here)",
-            )
-        )
-    real = np.flatnonzero(~hole)
-    below = real[offset[real] < base_offset]
-    for i in below:
-        problems.append(
-            Problem(
-                int(slot[i]) * ENTRY_SIZE,
-                PROBLEM_KIND,
-                f"entry {slot[i]} has offset {offset[i]}, below the base offset {base_offset}"
-                " (Kafka's sanityCheck tests only the last entry)",
-            )
-        )
-    if real.size >= 2:
-        prev, cur = real[:-1], real[1:]
-        offset_down = offset[cur] <= offset[prev]
-        position_down = position[cur] <= position[prev]
-        for k in np.flatnonzero(offset_down | position_down):
-            a, b = prev[k], cur[k]
-            what = []
-            if offset_down[k]:
-                what.append(f"offset {offset[b]} is not greater than {offset[a]}")
-            if position_down[k]:
-                what.append(f"position {position[b]} is not greater than {position[a]}")
-            problems.append(
-                Problem(
-                    int(slot[b]) * ENTRY_SIZE,
-                    PROBLEM_KIND,
-                    f"entry {slot[b]} goes backwards from entry {slot[a]}: {' and '.join(what)}"
-                    " (OffsetIndex.append never writes this; Kafka's sanityCheck does not look)",
-                )
-            )
-    negative = real[position[real] < 0]
-    for i in negative:
-        problems.append(
-            Problem(int(slot[i]) * ENTRY_SIZE, PROBLEM_KIND, f"entry {slot[i]} has negative position {position[i]}")
-        )
+    real = ~table["is_padding"].to_numpy(zero_copy_only=False)
+    problems += problems_at(
+        np.flatnonzero(real & (position < 0)),
+        lambda i: int(slot[i]) * ENTRY_SIZE,
+        PROBLEM_KIND,
+        lambda i: f"entry {slot[i]} has negative position {position[i]}",
+    )
     problems.sort(key=lambda p: p.position)
     return problems
 
@@ -189,7 +120,7 @@ def verify_against_batches(
     ``path`` (the index), ``index_mismatch`` at each entry's byte position in the index.
     Vectorised with ``searchsorted``.
     """
-    entries = index.filter(pc.invert(index["is_padding"])) if "is_padding" in index.column_names else index
+    entries = real_entries(index)
     if entries.num_rows == 0:
         return problems_table(path, [])
     slot = entries["slot"].to_numpy()

@@ -28,15 +28,11 @@ is in ``Parsed.extra["index_info"]``.
 
 from __future__ import annotations
 
-import os
-
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
-from ._index import INFO_SCHEMA, as_uint8, info_table, layout, padding_entries
+from ._index import INFO_SCHEMA, padding_entries, parse_index, real_entries, sanity_problems
 from .common import Parsed, Problem, problems_table
-from .names import base_offset_from_name
 
 ENTRY_DTYPE = np.dtype([("timestamp", ">i8"), ("relative_offset", ">i4")])
 ENTRY_SIZE = ENTRY_DTYPE.itemsize  # 12, TimeIndex.ENTRY_SIZE
@@ -66,97 +62,30 @@ __all__ = [
 
 def parse(data: bytes | memoryview, path: str, base_offset: int | None = None) -> Parsed:
     """Decode a time index; never raises. ``base_offset`` defaults to the file name's."""
-    if base_offset is None:
-        base_offset = base_offset_from_name(os.path.basename(path))
-    base = 0 if base_offset is None else base_offset
-    raw = as_uint8(data)
-    lay = layout(raw, ENTRY_SIZE)
-    entries = np.frombuffer(raw[: lay.n_real * ENTRY_SIZE].tobytes(), dtype=ENTRY_DTYPE)
-    timestamp = entries["timestamp"].astype(np.int64)
-    relative = entries["relative_offset"].astype(np.int32)
-    n = lay.n_real
-    table = pa.table(
-        {
-            "path": pa.array([path] * n, pa.string()),
-            "slot": pa.array(np.arange(n, dtype=np.int32)),
-            "timestamp": pa.array(timestamp),
-            "offset": pa.array(relative.astype(np.int64) + base),
-            "relative_offset": pa.array(relative),
-            "is_padding": pa.array((timestamp == 0) & (relative == 0)),
-        },
-        schema=SCHEMA,
-    )
-    problems = sanity_check(table, base, raw.size)
-    return Parsed(
-        table,
-        problems_table(path, problems),
-        extra={"index_info": info_table(path, base_offset, raw.size, lay)},
-    )
+    return parse_index(data, path, base_offset, ENTRY_DTYPE, SCHEMA, sanity_check)
 
 
 def sanity_check(table: pa.Table, base_offset: int, length: int) -> list[Problem]:
     """``TimeIndex.sanityCheck`` over every entry instead of only the last one."""
-    problems: list[Problem] = []
-    torn = length % ENTRY_SIZE
-    if torn:
-        problems.append(
-            Problem(
-                length - torn,
-                PROBLEM_KIND,
-                f"{length} bytes, not a multiple of {ENTRY_SIZE}: the last {torn} bytes are a"
-                " partial entry (Kafka's sanityCheck: not positive or not a multiple of 12)",
-            )
-        )
-    if table.num_rows == 0:
-        return problems
-    slot = table["slot"].to_numpy()
     timestamp = table["timestamp"].to_numpy()
-    offset = table["offset"].to_numpy()
-    hole = table["is_padding"].to_numpy(zero_copy_only=False)
-    for i in np.flatnonzero(hole):
-        problems.append(
-            Problem(
-                int(slot[i]) * ENTRY_SIZE,
-                PROBLEM_KIND,
-                f"entry {slot[i]} is all zeros but real entries follow it: a zeroed hole in the"
-                " time index",
-            )
-        )
-    real = np.flatnonzero(~hole)
-    for i in real[offset[real] < base_offset]:
-        problems.append(
-            Problem(
-                int(slot[i]) * ENTRY_SIZE,
-                PROBLEM_KIND,
-                f"entry {slot[i]} has offset {offset[i]}, below the base offset {base_offset}",
-            )
-        )
-    if real.size >= 2:
-        prev, cur = real[:-1], real[1:]
-        ts_down = timestamp[cur] < timestamp[prev]
-        off_down = offset[cur] < offset[prev]
-        first_ts = timestamp[real[0]]
-        for k in np.flatnonzero(ts_down | off_down):
-            a, b = prev[k], cur[k]
-            what = []
-            if ts_down[k]:
-                what.append(f"timestamp {timestamp[b]} is less than {timestamp[a]}")
-            if off_down[k]:
-                what.append(f"offset {offset[b]} is less than {offset[a]}")
-            kafka = (
-                "; Kafka's sanityCheck fails too (last timestamp below the first)"
-                if b == real[-1] and timestamp[b] < first_ts
-                else " (Kafka's sanityCheck compares only the last entry with the first)"
-            )
-            problems.append(
-                Problem(
-                    int(slot[b]) * ENTRY_SIZE,
-                    PROBLEM_KIND,
-                    f"entry {slot[b]} goes backwards from entry {slot[a]}: {' and '.join(what)}{kafka}",
-                )
-            )
-    problems.sort(key=lambda p: p.position)
-    return problems
+
+    def kafka(b: int, real: np.ndarray) -> str:
+        if b == real[-1] and timestamp[b] < timestamp[real[0]]:
+            return "; Kafka's sanityCheck fails too (last timestamp below the first)"
+        return " (Kafka's sanityCheck compares only the last entry with the first)"
+
+    return sanity_problems(
+        table,
+        base_offset,
+        length,
+        entry_size=ENTRY_SIZE,
+        kind=PROBLEM_KIND,
+        torn_note="(Kafka's sanityCheck: not positive or not a multiple of 12)",
+        hole_note="time index",
+        below_note="",
+        increasing=[("timestamp", False), ("offset", False)],
+        backwards_note=kafka,
+    )
 
 
 def verify_against_batches(index: pa.Table, batches: pa.Table, path: str) -> pa.Table:
@@ -166,7 +95,7 @@ def verify_against_batches(index: pa.Table, batches: pa.Table, path: str) -> pa.
     enough, because versions differ on whether the base or last offset is stored. Returns a
     problems table for ``path`` (the time index); vectorised with ``searchsorted``.
     """
-    entries = index.filter(pc.invert(index["is_padding"])) if "is_padding" in index.column_names else index
+    entries = real_entries(index)
     if entries.num_rows == 0:
         return problems_table(path, [])
     slot = entries["slot"].to_numpy()

@@ -30,7 +30,7 @@ import os
 import numpy as np
 import pyarrow as pa
 
-from .common import Parsed, Problem, problems_table
+from .common import Parsed, Problem, problems_at, problems_table
 from .names import base_offset_from_name
 
 ENTRY_DTYPE = np.dtype(
@@ -108,40 +108,30 @@ def sanity_check(table: pa.Table, base_offset: int, length: int) -> list[Problem
     def txn(i: int) -> str:
         return f"aborted txn {slot[i]} (producerId {pid[i]}, firstOffset {first[i]}, lastOffset {last[i]})"
 
-    for i in np.flatnonzero(version != CURRENT_VERSION):
-        problems.append(
-            Problem(
-                int(slot[i]) * ENTRY_SIZE,
-                PROBLEM_KIND,
-                f"Unexpected aborted transaction version {version[i]}, current version is"
-                f" {CURRENT_VERSION}: {txn(i)}",
-            )
-        )
-    for i in np.flatnonzero(last < base_offset):
-        problems.append(
-            Problem(
-                int(slot[i]) * ENTRY_SIZE,
-                PROBLEM_KIND,
-                f"Last offset of {txn(i)} is less than start offset {base_offset}",
-            )
-        )
-    for i in np.flatnonzero(last < first):
-        problems.append(
-            Problem(
-                int(slot[i]) * ENTRY_SIZE,
-                PROBLEM_KIND,
-                f"{txn(i)} ends before it starts",
-            )
-        )
+    def at(i: int) -> int:
+        return int(slot[i]) * ENTRY_SIZE
+
+    problems += problems_at(
+        np.flatnonzero(version != CURRENT_VERSION),
+        at,
+        PROBLEM_KIND,
+        lambda i: f"Unexpected aborted transaction version {version[i]}, current version is"
+        f" {CURRENT_VERSION}: {txn(i)}",
+    )
+    problems += problems_at(
+        np.flatnonzero(last < base_offset),
+        at,
+        PROBLEM_KIND,
+        lambda i: f"Last offset of {txn(i)} is less than start offset {base_offset}",
+    )
+    problems += problems_at(np.flatnonzero(last < first), at, PROBLEM_KIND, lambda i: f"{txn(i)} ends before it starts")
     if last.size >= 2:
-        for i in np.flatnonzero(last[1:] <= last[:-1]) + 1:
-            problems.append(
-                Problem(
-                    int(slot[i]) * ENTRY_SIZE,
-                    PROBLEM_KIND,
-                    f"The last offset of appended transactions must increase sequentially, but"
-                    f" {last[i]} is not greater than the previous last offset {last[i - 1]}: {txn(i)}",
-                )
-            )
+        problems += problems_at(
+            np.flatnonzero(last[1:] <= last[:-1]) + 1,
+            at,
+            PROBLEM_KIND,
+            lambda i: f"The last offset of appended transactions must increase sequentially, but"
+            f" {last[i]} is not greater than the previous last offset {last[i - 1]}: {txn(i)}",
+        )
     problems.sort(key=lambda p: p.position)
     return problems

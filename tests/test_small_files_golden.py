@@ -75,26 +75,42 @@ def test_golden_small_file_has_no_problems(path):
     assert got.problems.num_rows == 0, got.problems.to_pylist()
 
 
+def _index_matches_kafka(path, module, kind: str, fields: dict[str, str], padding) -> tuple:
+    """Check an index against Kafka's reader: entry count, real entries, padding slots.
+
+    ``kind`` names the expected lines (``<kind>-header``, ``<kind>-entry``); ``fields`` maps
+    our columns to Kafka's entry keys; ``padding(header)`` is what Kafka reads in a padding
+    slot (a dict of entry keys). Returns (parsed, header, our rows, Kafka's entries).
+    """
+    got = _parse(path)
+    assert got.table.schema == module.SCHEMA
+    header = _expected(path, f"{kind}-header")[0]
+    want = _expected(path, f"{kind}-entry")
+    rows = got.table.to_pylist()
+    assert got.extra["index_info"]["kafka_entries"][0].as_py() == header["entries"] == len(want)
+    # real entries decode exactly as Kafka's entry(n)
+    for row, e in zip(rows, want):
+        assert tuple(row[c] for c in fields) == tuple(e[k] for k in fields.values())
+    # what we call padding is what Kafka reads as all-zero slots
+    assert len(rows) + padding_entries(got) == len(want)
+    pad = padding(header)
+    for e in want[len(rows):]:
+        assert tuple(e[k] for k in pad) == tuple(pad.values())
+    return got, header, rows, want
+
+
 @pytest.mark.parametrize("path", [p for p in SMALL_FILES if p.suffix == ".index"], ids=_rel)
 def test_offset_index_matches_kafka(path):
-    got = _parse(path)
-    assert got.table.schema == offset_index.SCHEMA
-    header = _expected(path, "index-header")[0]
-    want = _expected(path, "index-entry")
-    rows = got.table.to_pylist()
-    info = got.extra["index_info"].to_pylist()[0]
-    assert info["kafka_entries"] == header["entries"] == len(want)
-    assert info["base_offset"] == header["baseOffset"] == base_offset_from_name(path.name)
-    # real entries decode exactly as Kafka's OffsetIndex.entry(n)
-    for row, e in zip(rows, want):
-        assert (row["slot"], row["offset"], row["relative_offset"], row["position"]) == (
-            e["n"], e["offset"], e["relativeOffset"], e["position"]
-        )
+    got, header, rows, _ = _index_matches_kafka(
+        path,
+        offset_index,
+        "index",
+        {"slot": "n", "offset": "offset", "relative_offset": "relativeOffset", "position": "position"},
+        lambda header: {"offset": header["baseOffset"], "relativeOffset": 0, "position": 0},
+    )
+    assert got.extra["index_info"]["base_offset"][0].as_py() == header["baseOffset"] == base_offset_from_name(path.name)
+    for row in rows:
         assert row["path"] == _rel(path) and row["is_padding"] is False
-    # what we call padding is what Kafka reads as (base offset, position 0) slots
-    assert len(rows) + padding_entries(got) == len(want)
-    for e in want[len(rows):]:
-        assert (e["offset"], e["relativeOffset"], e["position"]) == (header["baseOffset"], 0, 0)
 
 
 def test_crashed_offset_index_is_padded_like_kafka_dump_log_says():
@@ -110,19 +126,13 @@ def test_crashed_offset_index_is_padded_like_kafka_dump_log_says():
 
 @pytest.mark.parametrize("path", [p for p in SMALL_FILES if p.suffix == ".timeindex"], ids=_rel)
 def test_time_index_matches_kafka(path):
-    got = _parse(path)
-    assert got.table.schema == time_index.SCHEMA
-    header = _expected(path, "timeindex-header")[0]
-    want = _expected(path, "timeindex-entry")
-    rows = got.table.to_pylist()
-    assert got.extra["index_info"]["kafka_entries"][0].as_py() == header["entries"] == len(want)
-    for row, e in zip(rows, want):
-        assert (row["slot"], row["timestamp"], row["offset"], row["relative_offset"]) == (
-            e["n"], e["timestamp"], e["offset"], e["relativeOffset"]
-        )
-    assert len(rows) + padding_entries(got) == len(want)
-    for e in want[len(rows):]:
-        assert (e["timestamp"], e["offset"]) == (0, header["baseOffset"])
+    _index_matches_kafka(
+        path,
+        time_index,
+        "timeindex",
+        {"slot": "n", "timestamp": "timestamp", "offset": "offset", "relative_offset": "relativeOffset"},
+        lambda header: {"timestamp": 0, "offset": header["baseOffset"]},
+    )
 
 
 def test_crashed_time_index_padding_is_not_a_problem_although_kafka_sanity_check_fails():
