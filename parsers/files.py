@@ -6,12 +6,14 @@ so the CLI and the ingest job cannot disagree about it.
 
 from __future__ import annotations
 
+import functools
 import importlib
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 from .common import FileBytes, Parsed
+from .names import OFFSET_CHECKPOINT_KINDS, detect_kind
 
 
 @dataclass(frozen=True)
@@ -41,8 +43,6 @@ SEGMENT_KINDS = frozenset({"segment", "kraft_snapshot", "bootstrap_checkpoint"})
 
 
 def detect(path: str) -> str | None:
-    from .names import detect_kind
-
     return detect_kind(os.path.basename(path))
 
 
@@ -50,13 +50,19 @@ def module_for(kind: str):
     return importlib.import_module(f"parsers.{KINDS[kind].module}")
 
 
+def small_parser(kind: str) -> Callable[[bytes, str], Parsed]:
+    """The ``parse(data, path)`` of a non-segment kind. The four offset checkpoints share one
+    parser that must be told which checkpoint it reads (the name may not say, with --kind)."""
+    mod = module_for(kind)
+    if kind in OFFSET_CHECKPOINT_KINDS:
+        return functools.partial(mod.parse, file_kind=kind)
+    return mod.parse
+
+
 def parse_path(path: str, kind: str, records: bool = False, payloads: bool = False) -> Iterator[Parsed]:
     """Parse one file (opened read-only) in pieces. OSError propagates: the caller names the file."""
-    mod = module_for(kind)
     with FileBytes(path) as fb:
         if kind in SEGMENT_KINDS:
-            yield from mod.iter_parse(fb.data, path, records=records, payloads=payloads)
-        elif mod.__name__.endswith("offset_checkpoint"):
-            yield mod.parse(fb.data, path, file_kind=kind)
+            yield from module_for(kind).iter_parse(fb.data, path, records=records, payloads=payloads)
         else:
-            yield mod.parse(fb.data, path)
+            yield small_parser(kind)(fb.data, path)

@@ -33,7 +33,7 @@ RECORD_OVERHEAD_V1 = 22
 KEY_LENGTH_OFFSET = {0: 18, 1: 26}  # from the message start (offset+size included)
 
 
-def batch_columns(buf, h, positions, sizes, problems, want_records=False, payloads=False) -> dict:
+def batch_columns(buf, h, positions, sizes, problems, want_records=False) -> dict:
     """Columns for v0/v1 messages (rows of other formats are left at defaults).
 
     Compressed wrappers are always opened: without the inner messages Kafka itself cannot say a
@@ -49,7 +49,6 @@ def batch_columns(buf, h, positions, sizes, problems, want_records=False, payloa
     count = np.ones(n, np.int64)
     max_ts = h[:, 7].copy()
     pieces = []
-    idx = np.nonzero(legacy)[0]
     bad_shape = legacy & ((magic < 0) | (h[:, 13] == -2) | (h[:, 15] <= -2) | (sizes < K.LOG_OVERHEAD + np.where(magic == 1, RECORD_OVERHEAD_V1, RECORD_OVERHEAD_V0)))
     for i in np.nonzero(bad_shape)[0]:
         problems.append(
@@ -73,7 +72,6 @@ def batch_columns(buf, h, positions, sizes, problems, want_records=False, payloa
         count[i] = len(got["offset"])
         if want_records:
             pieces.append(got)
-    _ = idx
     return {
         "base_offset": base,
         "last_offset": h[:, 0],

@@ -28,6 +28,7 @@ import pyarrow as pa
 
 from . import _kernels as K
 from . import default_records, legacy_records
+from .codecs import CODEC_MASK, codec_name
 from .common import Parsed, Problem, problems_table
 
 BIG_CRC = 512  # batches larger than this use the hardware CRC-32C library instead of the JIT loop
@@ -149,12 +150,12 @@ def _stop_problem(buf: np.ndarray, pos: int, end: int, stop: int, problems: list
             Problem(pos, "zero_filled_tail", f"{rest} zero bytes from position {pos} to the end of the file ({end})")
         )
         return
+    size = int(np.frombuffer(buf[pos + 8 : pos + 12].tobytes(), ">i4")[0]) if rest >= 12 else None
     if stop == K.STOP_SHORT:
         problems.append(
             Problem(pos, "torn_tail", f"{rest} bytes at the end of the file are too short for a batch header; Kafka ignores them")
         )
     elif stop == K.STOP_BAD_SIZE:
-        size = int(np.frombuffer(buf[pos + 8 : pos + 12].tobytes(), ">i4")[0])
         problems.append(
             Problem(
                 pos,
@@ -164,7 +165,6 @@ def _stop_problem(buf: np.ndarray, pos: int, end: int, stop: int, problems: list
             )
         )
     elif stop == K.STOP_PAST_EOF:
-        size = int(np.frombuffer(buf[pos + 8 : pos + 12].tobytes(), ">i4")[0])
         over = pos + K.LOG_OVERHEAD + size - end
         problems.append(
             Problem(
@@ -195,7 +195,7 @@ def _decode_chunk(buf, positions, sizes, records, payloads, problems, prev_last)
     if is_v2.all():  # the common case: no legacy messages in this chunk, nothing to merge
         cols, legacy_pieces = v2, []
     else:
-        legacy = legacy_records.batch_columns(buf, h, positions, sizes, problems, want_records=records, payloads=payloads)
+        legacy = legacy_records.batch_columns(buf, h, positions, sizes, problems, want_records=records)
         cols = {name: np.where(is_v2, v2[name], legacy[name]) for name in v2}
         legacy_pieces = legacy["records"]
     # per-batch problems that do not depend on the format
@@ -233,7 +233,7 @@ def _decode_chunk(buf, positions, sizes, records, payloads, problems, prev_last)
     return table, recs, prev_last
 
 
-_CODEC_NAMES = pa.array(["none", "gzip", "snappy", "lz4", "zstd", "unknown(5)", "unknown(6)", "unknown(7)"])
+_CODEC_NAMES = pa.array([codec_name(i) for i in range(CODEC_MASK + 1)])
 _TS_NAMES = pa.array(["create", "log_append", None], pa.string())
 
 
@@ -241,7 +241,7 @@ def _batch_table(positions, sizes, h, cols) -> pa.Table:
     magic = h[:, 2]
     is_v2 = magic >= 2
     codec_id = cols["codec_id"]
-    codec = _CODEC_NAMES.take(pa.array(codec_id & 7))
+    codec = _CODEC_NAMES.take(pa.array(codec_id & CODEC_MASK))
     ts_type = cols["timestamp_type_id"]  # 0 create, 1 log_append, -1 none (v0)
     ts_arr = _TS_NAMES.take(pa.array(np.where(ts_type < 0, 2, ts_type)))
     return pa.table(

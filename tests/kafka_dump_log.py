@@ -13,10 +13,15 @@ def _fields(text: str) -> dict[str, str]:
 
 
 def parse_dump(path: Path) -> dict[str, dict]:
+    """parse_dump_text of a saved dump file."""
+    return parse_dump_text(path.read_text(encoding="utf-8", errors="replace"))
+
+
+def parse_dump_text(text: str) -> dict[str, dict]:
     """{dumped file path: {"batches": [...], "records": [...], "trailing": int}} from one dump text."""
     out: dict[str, dict] = {}
     cur = None
-    for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
+    for line in text.splitlines():
         if line.startswith("Dumping "):
             cur = out.setdefault(line[len("Dumping ") :].strip(), {"batches": [], "records": [], "trailing": 0})
         elif cur is None:

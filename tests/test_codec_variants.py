@@ -17,7 +17,7 @@ import cramjam
 import pytest
 from conftest import SHARED
 from kafka_bytes import batch
-from kafka_dump_log import parse_dump
+from kafka_dump_log import parse_dump_text
 
 from parsers import segment
 
@@ -96,14 +96,3 @@ def test_codec_variant_reads_like_kafka(name, tmp_path, dump_log):
     ]
     assert len(recs_got) == 9
 
-
-def parse_dump_text(text: str):
-    import tempfile
-    from pathlib import Path
-
-    with tempfile.NamedTemporaryFile("w", suffix=".txt", delete=False) as f:
-        f.write(text)
-    try:
-        return parse_dump(Path(f.name))
-    finally:
-        Path(f.name).unlink()
