@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import shutil
+import subprocess
+import tarfile
 from pathlib import Path
 
 import pytest
@@ -23,3 +26,24 @@ def shared() -> Path:
     if not SHARED.is_dir():
         pytest.fail(f"../shared not found at {SHARED}: the fixtures are required")
     return SHARED
+
+
+TOOLS_TGZ = SHARED / "tools" / "kafka_2.13-3.6.2.tgz"
+
+
+@pytest.fixture(scope="session")
+def dump_log(tmp_path_factory):
+    """Kafka 3.6.2's kafka-dump-log (from ../shared/tools), the judge of any bytes we write:
+    ``dump_log(path) -> (returncode, stdout)`` with --deep-iteration."""
+    if shutil.which("java") is None:
+        pytest.fail("Java 17 is required for the kafka-dump-log oracle")
+    root = tmp_path_factory.mktemp("kafka")
+    with tarfile.open(TOOLS_TGZ) as tf:
+        tf.extractall(root, filter="data")
+    script = next(root.rglob("bin/kafka-dump-log.sh"))
+
+    def run(path):
+        out = subprocess.run([str(script), "--deep-iteration", "--files", str(path)], capture_output=True, text=True, timeout=120)
+        return out.returncode, out.stdout
+
+    return run

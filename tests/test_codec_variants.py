@@ -9,35 +9,13 @@ from __future__ import annotations
 
 import gzip
 import io
-import shutil
-import subprocess
-import tarfile
 
 import cramjam
 import pytest
-from conftest import SHARED
 from kafka_bytes import batch
 from kafka_dump_log import parse_dump_text
 
 from parsers import segment
-
-TOOLS_TGZ = SHARED / "tools" / "kafka_2.13-3.6.2.tgz"
-
-
-@pytest.fixture(scope="session")
-def dump_log(tmp_path_factory):
-    if shutil.which("java") is None:
-        pytest.fail("Java 17 is required for the kafka-dump-log oracle")
-    root = tmp_path_factory.mktemp("kafka")
-    with tarfile.open(TOOLS_TGZ) as tf:
-        tf.extractall(root, filter="data")
-    script = next(root.rglob("bin/kafka-dump-log.sh"))
-
-    def run(path):
-        out = subprocess.run([str(script), "--deep-iteration", "--files", str(path)], capture_output=True, text=True, timeout=120)
-        return out.returncode, out.stdout
-
-    return run
 
 
 def _xerial(data: bytes) -> bytes:
