@@ -47,6 +47,27 @@ def dump(
     raise typer.Exit(1 if found else 0)
 
 
+@app.command()
+def report(
+    out: Annotated[Path, typer.Argument(help="An output directory written by analyze (findings.json, tables/).")],
+    format: Annotated[str, typer.Option("--format", help="text (terminal summary), json (findings.json) or html (the report).")] = "text",
+    fail_on: Annotated[str, typer.Option("--fail-on", help="Exit 1 when a finding is at or above this severity: error, warning or info.")] = "error",
+) -> None:
+    """Re-render the report of an analyzed directory without re-parsing (no Spark needed).
+
+    Rewrites DIR/report.html and prints the chosen format.
+
+    Example: kafka-forensics report out/ --format text
+    """
+    from .report import ReportError, run_report
+
+    try:
+        code = run_report(out, format, sys.stdout, fail_on)
+    except (ReportError, ValueError) as exc:
+        raise fail(str(exc)) from None
+    raise typer.Exit(code)
+
+
 @app.callback()
 def _root() -> None:
     """Offline forensic analyzer for Apache Kafka log directories."""

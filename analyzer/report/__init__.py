@@ -1,0 +1,105 @@
+"""The report layer: turn an output DIR (findings.json + Parquet tables) into a terminal summary,
+JSON on stdout, or a self-contained report.html, without Spark, so ``report DIR`` is fast.
+
+API used by the CLI and by ``analyze``:
+- ``write_html(out_dir) -> Path``: (re)write DIR/report.html atomically.
+- ``render(out_dir, fmt, stream)``: print the chosen format (text | json | html) to ``stream``.
+- ``exit_code(findings, fail_on) -> int``: the contract's 0/1 by severity threshold.
+- ``run_report(out_dir, fmt, stream, fail_on) -> int``: all three, as ``report DIR`` does.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import tempfile
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any, TextIO
+
+from .data import SEVERITY_RANK, ReportData, ReportError, load, severity_of
+
+FORMATS = ("text", "json", "html")
+FAIL_ON = ("error", "warning", "info")
+
+__all__ = ["FORMATS", "FAIL_ON", "ReportError", "exit_code", "load", "render", "run_report", "write_html"]
+
+
+def exit_code(findings: Iterable[Mapping[str, Any]] | Mapping[str, Any], fail_on: str = "error") -> int:
+    """1 when any finding is at or above ``fail_on`` (error > warning > info), else 0.
+
+    Accepts the findings list or the whole findings.json document."""
+    if fail_on not in SEVERITY_RANK:
+        raise ValueError(f"--fail-on must be one of {', '.join(FAIL_ON)}, not {fail_on!r}")
+    if isinstance(findings, Mapping):
+        findings = findings.get("findings") or []
+    threshold = SEVERITY_RANK[fail_on]
+    return int(any(SEVERITY_RANK[severity_of(dict(f))] <= threshold for f in findings))
+
+
+def _atomic_write(path: Path, content: str) -> None:
+    """Temp file in the same folder, then os.replace: a reader never sees half a report."""
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(content)
+        os.chmod(tmp, 0o644)  # mkstemp makes 0600; a report is meant to be shared
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def write_html(out_dir: Path | str, data: ReportData | None = None) -> Path:
+    """Render DIR/report.html from DIR's findings and tables; returns its path."""
+    from .html import render_html
+
+    data = data or load(out_dir)
+    path = data.out_dir / "report.html"
+    _atomic_write(path, render_html(data))
+    return path
+
+
+def render(out_dir: Path | str, fmt: str, stream: TextIO | None = None, data: ReportData | None = None) -> None:
+    """Print DIR in ``fmt``: text (rich summary), json (findings.json as is), html (the report; on a
+    terminal only its path, since a megabyte of HTML helps nobody there). Writes nothing except
+    report.html for ``html`` when it does not exist yet."""
+    if fmt not in FORMATS:
+        raise ValueError(f"--format must be one of {', '.join(FORMATS)}, not {fmt!r}")
+    stream = stream or sys.stdout
+    out_dir = Path(out_dir)
+    if fmt == "json":
+        path = out_dir / "findings.json"
+        if path.exists():
+            stream.write(path.read_text(encoding="utf-8"))
+        else:
+            doc = (data or load(out_dir)).findings_doc
+            stream.write(json.dumps(doc, indent=2) + "\n")
+        return
+    data = data or load(out_dir)
+    if fmt == "text":
+        from .text import render_text
+
+        render_text(data, stream)
+        return
+    path = out_dir / "report.html"
+    if not path.exists():
+        write_html(out_dir, data)
+    if hasattr(stream, "isatty") and stream.isatty():
+        stream.write(f"{path}\n")
+    else:
+        stream.write(path.read_text(encoding="utf-8"))
+
+
+def run_report(out_dir: Path | str, fmt: str = "text", stream: TextIO | None = None, fail_on: str = "error") -> int:
+    """What ``report DIR`` (and the end of ``analyze``) does: rewrite report.html, print ``fmt``,
+    return the exit code for ``fail_on``. Raises ReportError/ValueError for unusable input."""
+    if fail_on not in SEVERITY_RANK:
+        raise ValueError(f"--fail-on must be one of {', '.join(FAIL_ON)}, not {fail_on!r}")
+    if fmt not in FORMATS:
+        raise ValueError(f"--format must be one of {', '.join(FORMATS)}, not {fmt!r}")
+    data = load(out_dir)
+    write_html(out_dir, data)
+    render(out_dir, fmt, stream, data)
+    return exit_code(data.findings, fail_on)

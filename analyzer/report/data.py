@@ -1,0 +1,276 @@
+"""Load an output DIR (findings.json, run.json, Parquet tables) into plain Python and pandas.
+
+Why a separate loader: ``report DIR`` must re-render quickly and without Spark or Java, and every
+input may be missing, empty or half-written (a crashed run, an older version, a partial copy).
+Everything here is tolerant: a table that cannot be read becomes ``None`` plus a note that the
+renderers turn into a sentence, never an exception.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import pyarrow as pa
+import pyarrow.dataset as ds
+
+from .era import Era, guess_era
+
+# Tables the report reads, in the order the "missing tables" sentence lists them.
+TABLES = ("brokers", "files", "replica_logs", "offset_ranges", "epoch_lineage", "problems", "meta_properties")
+OPTIONAL_TABLES = frozenset({"meta_properties"})  # only sharpens the era guess; its absence is not worth a sentence
+SEVERITIES = ("error", "warning", "info")
+SEVERITY_RANK = {name: rank for rank, name in enumerate(SEVERITIES)}  # lower is worse
+
+
+class ReportError(Exception):
+    """The DIR holds nothing a report can be made of (the CLI turns this into exit 2)."""
+
+
+PartitionKey = tuple[str, int]
+
+
+@dataclass
+class ReportData:
+    """Everything the renderers need, already loaded; renderers do no I/O of their own."""
+
+    out_dir: Path
+    findings_doc: dict[str, Any]
+    findings: list[dict[str, Any]]
+    run: dict[str, Any] | None
+    tables: dict[str, pd.DataFrame | None]
+    notes: list[str] = field(default_factory=list)
+    era: Era | None = None
+
+    def table(self, name: str) -> pd.DataFrame | None:
+        """The table, or None when it is missing or empty (callers then say so)."""
+        df = self.tables.get(name)
+        return df if df is not None and len(df) else None
+
+    @property
+    def missing_tables(self) -> list[str]:
+        return [name for name in TABLES if name not in OPTIONAL_TABLES and self.table(name) is None]
+
+
+def _plain_columns(table: pa.Table) -> pa.Table:
+    """Hive partition columns come back dictionary-encoded; pandas would make them Categorical,
+    which breaks grouping and comparisons, so decode them to their value type."""
+    for i, f in enumerate(table.schema):
+        if pa.types.is_dictionary(f.type):
+            table = table.set_column(i, f.name, table.column(i).cast(f.type.value_type))
+    return table
+
+
+def read_table(out_dir: Path, name: str, columns: list[str] | None = None) -> pd.DataFrame | None:
+    """Read ``DIR/tables/<name>/`` (plain or Hive-partitioned Parquet) into pandas, or None.
+
+    Only columns that exist are requested, so an older or newer table layout still loads."""
+    path = out_dir / "tables" / name
+    if not path.exists():
+        return None
+    dataset = ds.dataset(path, format="parquet", partitioning="hive")
+    wanted = None if columns is None else [c for c in columns if c in dataset.schema.names]
+    table = _plain_columns(dataset.to_table(columns=wanted))
+    return table.to_pandas()
+
+
+def batch_magics(out_dir: Path) -> set[int]:
+    """The message-format versions present in ``batches``, from Parquet statistics when possible
+    (so the era guess never scans a table of millions of batches)."""
+    path = out_dir / "tables" / "batches"
+    if not path.exists():
+        return set()
+    try:
+        dataset = ds.dataset(path, format="parquet", partitioning="hive")
+        if "magic" not in dataset.schema.names:
+            return set()
+        seen: set[int] = set()
+        for fragment in dataset.get_fragments():
+            md = fragment.metadata
+            col = md.schema.names.index("magic") if "magic" in md.schema.names else None
+            for rg in range(md.num_row_groups):
+                stats = md.row_group(rg).column(col).statistics if col is not None else None
+                if stats is None or not stats.has_min_max:
+                    return {int(m) for m in dataset.to_table(columns=["magic"]).column("magic").unique().to_pylist() if m is not None}
+                seen.update(range(int(stats.min), int(stats.max) + 1))
+        return seen
+    except (OSError, pa.ArrowException, ValueError):
+        return set()
+
+
+def _read_json(path: Path, notes: list[str]) -> dict[str, Any] | None:
+    if not path.exists():
+        return None
+    try:
+        doc = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        notes.append(f"{path.name} could not be read ({exc.__class__.__name__}: {exc}).")
+        return None
+    if not isinstance(doc, dict):
+        notes.append(f"{path.name} is not a JSON object; ignored.")
+        return None
+    return doc
+
+
+def load(out_dir: Path | str) -> ReportData:
+    """Load DIR. Raises ReportError only when DIR has neither findings.json nor any table."""
+    out_dir = Path(out_dir)
+    if not out_dir.is_dir():
+        raise ReportError(f"{out_dir}: not a directory")
+    notes: list[str] = []
+    doc = _read_json(out_dir / "findings.json", notes)
+    run = _read_json(out_dir / "run.json", notes)
+    tables: dict[str, pd.DataFrame | None] = {}
+    for name in TABLES:
+        try:
+            tables[name] = read_table(out_dir, name)
+        except (OSError, pa.ArrowException, ValueError) as exc:
+            notes.append(f"Table {name} could not be read ({exc.__class__.__name__}); not rendered.")
+            tables[name] = None
+    if doc is None and not any(df is not None and len(df) for df in tables.values()):
+        raise ReportError(f"{out_dir}: no findings.json and no tables/ (not an analyze output directory?)")
+    if doc is None:
+        notes.append("findings.json is missing: the findings list is empty; the tables below are shown as found.")
+        doc = {"version": 1, "findings": [], "summary": {}}
+    findings = [f for f in doc.get("findings") or [] if isinstance(f, dict)]
+    data = ReportData(out_dir=out_dir, findings_doc=doc, findings=findings, run=run, tables=tables, notes=notes)
+    data.era = guess_era(data.table("files"), data.table("brokers"), data.table("meta_properties"), batch_magics(out_dir))
+    return data
+
+
+# ---- derived views shared by the text and HTML renderers -------------------------------------
+
+
+def severity_of(finding: dict[str, Any]) -> str:
+    sev = str(finding.get("severity") or "info").lower()
+    return sev if sev in SEVERITY_RANK else "info"
+
+
+def partition_key(finding: dict[str, Any]) -> PartitionKey | None:
+    topic, part = finding.get("topic"), finding.get("partition")
+    if topic is None or part is None:
+        return None
+    return (str(topic), int(part))
+
+
+def partition_name(key: PartitionKey | None) -> str:
+    return "cluster-wide" if key is None else f"{key[0]}-{key[1]}"
+
+
+def findings_by_partition(findings: list[dict[str, Any]]) -> dict[PartitionKey | None, list[dict[str, Any]]]:
+    """Findings grouped by partition (None = cluster-wide), worst partitions first, and inside a
+    partition by severity then offset, so the first lines read are the ones that matter."""
+    groups: dict[PartitionKey | None, list[dict[str, Any]]] = {}
+    for f in findings:
+        groups.setdefault(partition_key(f), []).append(f)
+    for items in groups.values():
+        items.sort(key=lambda f: (SEVERITY_RANK[severity_of(f)], f.get("first_offset") is None, f.get("first_offset") or 0, str(f.get("kind"))))
+
+    def rank(item: tuple[PartitionKey | None, list[dict[str, Any]]]):
+        key, items = item
+        worst = min(SEVERITY_RANK[severity_of(f)] for f in items)
+        return (worst, -sum(severity_of(f) == SEVERITIES[worst] for f in items), key is not None, key or ("", 0))
+
+    return dict(sorted(groups.items(), key=rank))
+
+
+def all_partitions(data: ReportData) -> list[PartitionKey]:
+    """Every partition any table or finding mentions, sorted by topic then number."""
+    keys: set[PartitionKey] = set()
+    for name in ("replica_logs", "offset_ranges", "epoch_lineage"):
+        df = data.table(name)
+        if df is not None and {"topic", "partition"} <= set(df.columns):
+            pairs = df[["topic", "partition"]].dropna().drop_duplicates()
+            keys.update((str(t), int(p)) for t, p in pairs.itertuples(index=False))
+    if not keys:
+        df = data.table("files")
+        if df is not None and {"topic", "partition"} <= set(df.columns):
+            pairs = df[["topic", "partition"]].dropna().drop_duplicates()
+            keys.update((str(t), int(p)) for t, p in pairs.itertuples(index=False))
+    keys.update(k for k in map(partition_key, data.findings) if k is not None)
+    return sorted(keys)
+
+
+def overview(data: ReportData) -> dict[str, Any]:
+    """Cluster overview numbers, each from the best table that has it (brokers, then files, then
+    replica_logs); values that no table provides are None and rendered as 'unknown'."""
+    brokers_df, files_df, replicas_df = data.table("brokers"), data.table("files"), data.table("replica_logs")
+    broker_ids: set[int] = set()
+    log_dirs: set[tuple[int, str]] = set()
+    cluster_ids: set[str] = set()
+    for df in (brokers_df, files_df, replicas_df):
+        if df is not None and "broker" in df.columns:
+            broker_ids.update(int(b) for b in df["broker"].dropna().unique())
+    if brokers_df is not None:
+        if "cluster_id" in brokers_df.columns:
+            cluster_ids.update(str(c) for c in brokers_df["cluster_id"].dropna().unique())
+        if "log_dirs" in brokers_df.columns:
+            for b, dirs in zip(brokers_df["broker"], brokers_df["log_dirs"]):
+                for d in _as_list(dirs):
+                    log_dirs.add((int(b), str(d)))
+    if not log_dirs and files_df is not None and {"broker", "log_dir"} <= set(files_df.columns):
+        log_dirs.update((int(b), str(d)) for b, d in files_df[["broker", "log_dir"]].dropna().drop_duplicates().itertuples(index=False))
+    partitions = all_partitions(data)
+    topics = sorted({t for t, _ in partitions})
+    total_bytes = None
+    n_files = None
+    if files_df is not None and "size" in files_df.columns:
+        total_bytes, n_files = int(files_df["size"].fillna(0).sum()), len(files_df)
+    elif brokers_df is not None and "bytes" in brokers_df.columns:
+        total_bytes = int(brokers_df["bytes"].fillna(0).sum())
+    summary = data.findings_doc.get("summary") or {}
+    counts = {sev: sum(severity_of(f) == sev for f in data.findings) for sev in SEVERITIES}
+    return {
+        "brokers": sorted(broker_ids),
+        "log_dirs": len(log_dirs) if log_dirs else None,
+        "cluster_ids": sorted(cluster_ids),
+        "topics": topics,
+        "partitions": len(partitions),
+        "files": n_files,
+        "bytes": total_bytes,
+        "era": data.era,
+        "counts": counts,
+        "records_lost": summary.get("records_lost", sum(int(f.get("records") or 0) for f in data.findings if f.get("kind") == "acked_data_loss")),
+        "inputs": _inputs(data),
+        "master": (data.run or {}).get("master"),
+    }
+
+
+def _inputs(data: ReportData) -> list[str]:
+    for source in (data.run or {}, data.findings_doc.get("input") or {}):
+        for key in ("inputs", "input_roots", "roots", "input"):
+            value = source.get(key) if isinstance(source, dict) else None
+            if value:
+                return [str(v) for v in _as_list(value)]
+    return []
+
+
+def _as_list(value: Any) -> list[Any]:
+    if value is None:
+        return []
+    if isinstance(value, (list, tuple)):
+        return list(value)
+    if hasattr(value, "tolist"):
+        return list(value.tolist())
+    return [value]
+
+
+def as_list(value: Any) -> list[Any]:
+    """Parquet arrays arrive as numpy arrays, JSON arrays as lists, absent ones as None/NaN."""
+    if isinstance(value, float) and value != value:
+        return []
+    return _as_list(value)
+
+
+def human_bytes(n: int | None) -> str:
+    if n is None:
+        return "unknown"
+    size = float(n)
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if size < 1024 or unit == "TiB":
+            return f"{int(size)} {unit}" if unit == "B" else f"{size:.1f} {unit}"
+        size /= 1024
+    return f"{n} B"

@@ -1,0 +1,285 @@
+"""Per-partition Plotly figure JSON (timeline) and the plain data behind the lineage and replica tables.
+
+Why plain dicts in Plotly's JSON schema rather than ``go.Figure`` objects: a report may hold
+thousands of partitions, and building validated figure objects costs milliseconds each and embeds
+a full template per figure. One shared plotly.js plus a small dict per partition keeps report.html
+small and lets the page draw a partition only when it is opened. Tests validate these dicts
+against ``plotly.graph_objects.Figure``.
+"""
+
+from __future__ import annotations
+
+import html
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from .data import as_list, severity_of
+from .summary import evidence_line, finding_headline
+
+# Plotly's default qualitative palette (D3 category10), indexed by leader epoch.
+EPOCH_COLOURS = ("#1f77b4", "#2ca02c", "#9467bd", "#17becf", "#bcbd22", "#8c564b", "#e377c2", "#7f7f7f", "#ff7f0e", "#393b79")
+HOLE_COLOUR = "rgba(160,160,160,0.55)"
+LOST_KINDS = frozenset({"acked_data_loss", "truncation_below_hw"})
+HIGHLIGHT = {  # finding family -> (legend name, fill, outline)
+    "lost": ("lost range", "rgba(214,39,40,0.16)", "#d62728", 0.9),
+    "divergent": ("divergent / suspect range", "rgba(255,127,14,0.16)", "#ff7f0e", 0.7),
+}
+# replica_logs column, legend name, symbol, size, colour: drawn largest first, so markers at the
+# same offset (HW = recovery point = LEO on a clean replica) stay visible inside each other.
+MARKERS = (
+    ("leo", "LEO", "triangle-left", 16, "#111111"),
+    ("hw_checkpoint", "HW checkpoint", "diamond", 12, "#b8860b"),
+    ("recovery_point", "recovery point", "x", 8, "#00897b"),
+    ("log_start_offset", "log start", "triangle-right", 12, "#111111"),
+)
+MAX_RANGES_PER_LANE = 400
+MAX_HOVER_EVIDENCE = 3
+
+
+def missing(value: Any) -> bool:
+    """None, NaN, NaT or pd.NA (arrays and dicts are never 'missing' here)."""
+    if value is None:
+        return True
+    if isinstance(value, (list, tuple, dict, np.ndarray)):
+        return False
+    try:
+        return bool(pd.isna(value))
+    except (TypeError, ValueError):
+        return False
+
+
+def num(value: Any) -> int | None:
+    """An int from a pandas/numpy/JSON value, None for null/NaN (JSON-safe)."""
+    if missing(value):
+        return None
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        return None
+
+
+def text(value: Any) -> str | None:
+    return None if missing(value) else str(value)
+
+
+def esc(value: Any) -> str:
+    """Data from disk shown in Plotly hover text (which understands a few tags) is escaped."""
+    return html.escape(str(value), quote=False)
+
+
+def lane_name(broker: Any) -> str:
+    return f"broker {num(broker)}"
+
+
+def _rows(df: pd.DataFrame | None) -> list[dict[str, Any]]:
+    return [] if df is None else df.to_dict("records")
+
+
+def _merge_ranges(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Merge adjacent ranges with the same epoch and kind when a lane has too many to draw."""
+    if len(rows) <= MAX_RANGES_PER_LANE:
+        return rows
+    merged: list[dict[str, Any]] = []
+    for row in rows:
+        last = merged[-1] if merged else None
+        if last and last["leader_epoch"] == row["leader_epoch"] and last["kind"] == row["kind"] and row["first_offset"] <= last["last_offset"] + 1:
+            last["last_offset"] = max(last["last_offset"], row["last_offset"])
+            last["records"] = (last["records"] or 0) + (row["records"] or 0)
+            last["bytes"] = (last["bytes"] or 0) + (row["bytes"] or 0)
+            last["path"], last["position"] = None, None
+        else:
+            merged.append(dict(row))
+    return merged
+
+
+def _range_rows(ranges: pd.DataFrame | None) -> dict[int, list[dict[str, Any]]]:
+    by_lane: dict[int, list[dict[str, Any]]] = {}
+    for r in _rows(ranges):
+        first, last = num(r.get("first_offset")), num(r.get("last_offset"))
+        if first is None or last is None or num(r.get("broker")) is None:
+            continue
+        by_lane.setdefault(num(r["broker"]), []).append(
+            {
+                "first_offset": first,
+                "last_offset": last,
+                "leader_epoch": num(r.get("leader_epoch")),
+                "kind": text(r.get("kind")) or "data",
+                "reason": text(r.get("reason")),
+                "records": num(r.get("records")),
+                "bytes": num(r.get("bytes")),
+                "path": text(r.get("path")),
+                "position": num(r.get("position")),
+            }
+        )
+    return {b: _merge_ranges(sorted(rows, key=lambda r: r["first_offset"])) for b, rows in by_lane.items()}
+
+
+def _epoch_label(epoch: int | None) -> str:
+    if epoch is None:
+        return "epoch ?"
+    return "no epoch (v0/v1)" if epoch < 0 else f"epoch {epoch}"
+
+
+def _range_hover(broker: int, r: dict[str, Any]) -> str:
+    what = _epoch_label(r["leader_epoch"]) if r["kind"] == "data" else f"hole ({esc(r['reason'] or 'unexplained')})"
+    lines = [f"broker {broker} · {what}", f"offsets {r['first_offset']}–{r['last_offset']}"]
+    size = [f"{r['records']} records" if r["records"] is not None else "", f"{r['bytes']} bytes" if r["bytes"] is not None else ""]
+    if any(size):
+        lines.append(", ".join(s for s in size if s))
+    if r["path"]:
+        lines.append(esc(r["path"]) + (f" @{r['position']}" if r["position"] is not None else ""))
+    return "<br>".join(lines)
+
+
+def _bar(name: str, lanes: list[str], starts: list[int], ends: list[int], hover: list[str], **style: Any) -> dict[str, Any]:
+    return {
+        "type": "bar",
+        "orientation": "h",
+        "name": name,
+        "y": lanes,
+        "base": starts,
+        "x": [max(e - s + 1, 1) for s, e in zip(starts, ends)],
+        "hovertext": hover,
+        "hoverinfo": "text",
+        **style,
+    }
+
+
+def timeline(replicas: pd.DataFrame | None, ranges: pd.DataFrame | None, findings: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """One lane per replica: ranges coloured by leader epoch, holes greyed, lost/divergent ranges
+    outlined, and markers for log start, HW checkpoint, recovery point and LEO."""
+    replica_rows = [r for r in _rows(replicas) if num(r.get("broker")) is not None]
+    by_lane = _range_rows(ranges)
+    brokers = sorted({num(r["broker"]) for r in replica_rows} | set(by_lane))
+    if not brokers:
+        return None
+    lanes = [lane_name(b) for b in brokers]
+    traces: list[dict[str, Any]] = []
+    if by_lane:
+        epochs = sorted({r["leader_epoch"] for rows in by_lane.values() for r in rows if r["kind"] == "data"}, key=lambda e: (e is None, e or 0))
+        for epoch in epochs:
+            picked = [(b, r) for b in brokers for r in by_lane.get(b, []) if r["kind"] == "data" and r["leader_epoch"] == epoch]
+            colour = EPOCH_COLOURS[(epoch or 0) % len(EPOCH_COLOURS)] if epoch is not None else "#444444"
+            traces.append(_bar(_epoch_label(epoch), [lane_name(b) for b, _ in picked],
+                               [r["first_offset"] for _, r in picked], [r["last_offset"] for _, r in picked],
+                               [_range_hover(b, r) for b, r in picked], marker={"color": colour}, width=0.5))
+        holes = [(b, r) for b in brokers for r in by_lane.get(b, []) if r["kind"] != "data"]
+        if holes:
+            traces.append(_bar("hole", [lane_name(b) for b, _ in holes], [r["first_offset"] for _, r in holes], [r["last_offset"] for _, r in holes],
+                               [_range_hover(b, r) for b, r in holes], marker={"color": HOLE_COLOUR, "pattern": {"shape": "/"}}, width=0.5))
+    else:  # no offset_ranges: one neutral bar per replica from log start to LEO
+        spans = [(num(r["broker"]), num(r.get("log_start_offset")) or 0, num(r.get("leo"))) for r in replica_rows]
+        spans = [(b, s, e - 1) for b, s, e in spans if e is not None and e > s]
+        if spans:
+            traces.append(_bar("log (no offset_ranges table)", [lane_name(b) for b, _, _ in spans], [s for _, s, _ in spans], [e for _, _, e in spans],
+                               [f"broker {b}<br>offsets {s}–{e}" for b, s, e in spans], marker={"color": "#9ecae1"}, width=0.5))
+    traces.extend(_highlights(findings, brokers))
+    for column, name, symbol, size, colour in MARKERS:
+        pts = [(num(r["broker"]), num(r.get(column))) for r in replica_rows if num(r.get(column)) is not None]
+        if pts:
+            traces.append({"type": "scatter", "mode": "markers", "name": name, "y": [lane_name(b) for b, _ in pts], "x": [v for _, v in pts],
+                           "marker": {"symbol": symbol, "size": size, "color": colour, "line": {"width": 1, "color": "#ffffff"}},
+                           "hovertext": [f"broker {b} · {name} {v}" for b, v in pts], "hoverinfo": "text"})
+    if not traces:
+        return None
+    layout = {
+        "barmode": "overlay",
+        "height": 130 + 46 * len(lanes),
+        "margin": {"l": 80, "r": 20, "t": 60, "b": 45},
+        "xaxis": {"title": {"text": "offset"}, "tickformat": "d", "zeroline": False},
+        "yaxis": {"type": "category", "categoryorder": "array", "categoryarray": list(reversed(lanes)), "automargin": True},
+        "legend": {"orientation": "h", "x": 0, "y": 1.02, "yanchor": "bottom"},
+        "hovermode": "closest",
+        "showlegend": True,
+    }
+    return {"data": traces, "layout": layout}
+
+
+def _highlights(findings: list[dict[str, Any]], brokers: list[int]) -> list[dict[str, Any]]:
+    """Outlined bars over the ranges a finding names, on the lanes of its brokers (all lanes if none)."""
+    traces = []
+    for family in ("lost", "divergent"):
+        lanes, starts, ends, hover = [], [], [], []
+        for f in findings:
+            first, last = num(f.get("first_offset")), num(f.get("last_offset"))
+            if first is None:
+                continue
+            is_lost = f.get("kind") in LOST_KINDS
+            if (family == "lost") != is_lost or (family == "divergent" and severity_of(f) == "info"):
+                continue
+            named = [b for b in (num(x) for x in as_list(f.get("brokers")) + as_list(f.get("salvage_brokers"))) if b in brokers]
+            tip = "<br>".join([f"<b>{severity_of(f).upper()}</b> {esc(finding_headline(f))}", esc(f.get("explanation") or "")]
+                              + [esc(evidence_line(e)) for e in (f.get("evidence") or [])[:MAX_HOVER_EVIDENCE] if isinstance(e, dict)])
+            for b in sorted(set(named)) or brokers:
+                lanes.append(lane_name(b))
+                starts.append(first)
+                ends.append(last if last is not None else first)
+                hover.append(tip)
+        if lanes:
+            name, fill, line, width = HIGHLIGHT[family]
+            traces.append(_bar(name, lanes, starts, ends, hover, marker={"color": fill, "line": {"color": line, "width": 2}}, width=width))
+    return traces
+
+
+def _is_leader(likely_leader: Any, broker: int) -> bool:
+    """epoch_lineage.likely_leader names the leader's broker id (older layouts: a bool per row)."""
+    if missing(likely_leader):
+        return False
+    if isinstance(likely_leader, (bool, np.bool_)):
+        return bool(likely_leader)
+    return num(likely_leader) == broker
+
+
+def lineage(lineage_df: pd.DataFrame | None, replicas: pd.DataFrame | None) -> dict[str, Any] | None:
+    """Leader epochs (rows) × replicas (columns): checkpoint start offset and the offsets batches of
+    that epoch span, from epoch_lineage, else from replica_logs.epoch_entries (checkpoint only)."""
+    cells: dict[int, dict[int, dict[str, Any]]] = {}
+    for r in _rows(lineage_df):
+        epoch, broker = num(r.get("leader_epoch")), num(r.get("broker"))
+        if epoch is None or broker is None:
+            continue
+        cells.setdefault(epoch, {})[broker] = {
+            "cp": num(r.get("checkpoint_start_offset")),
+            "first": num(r.get("batch_start_offset")),
+            "last": num(r.get("batch_end_offset")),
+            "leader": _is_leader(r.get("likely_leader"), broker),
+        }
+    source = "epoch_lineage"
+    if not cells:
+        source = "replica_logs.epoch_entries (checkpoint only)"
+        for r in _rows(replicas):
+            broker = num(r.get("broker"))
+            for entry in as_list(r.get("epoch_entries")):
+                if isinstance(entry, dict) and num(entry.get("epoch")) is not None and broker is not None:
+                    cells.setdefault(num(entry["epoch"]), {})[broker] = {"cp": num(entry.get("start_offset")), "first": None, "last": None, "leader": False}
+    if not cells:
+        return None
+    brokers = sorted({b for row in cells.values() for b in row})
+    rows = []
+    for epoch in sorted(cells):
+        starts = {c["cp"] for c in cells[epoch].values() if c["cp"] is not None}
+        rows.append({"epoch": epoch, "conflict": len(starts) > 1, "cells": [cells[epoch].get(b) for b in brokers]})
+    return {"brokers": brokers, "rows": rows, "source": source}
+
+
+REPLICA_COLUMNS = ("broker", "log_dir", "dir_state", "log_start_offset", "hw_checkpoint", "recovery_point", "leo",
+                   "first_epoch", "last_epoch", "segments", "records", "bytes", "clean_shutdown", "compacted")
+
+
+def replica_rows(replicas: pd.DataFrame | None) -> list[dict[str, Any]]:
+    """The replica_logs columns shown per partition, JSON-safe."""
+    out = []
+    for r in sorted(_rows(replicas), key=lambda r: num(r.get("broker")) or 0):
+        row: dict[str, Any] = {}
+        for c in REPLICA_COLUMNS:
+            v = r.get(c)
+            if c in ("log_dir", "dir_state"):
+                row[c] = text(v)
+            elif c in ("clean_shutdown", "compacted"):
+                row[c] = None if missing(v) else bool(v)
+            else:
+                row[c] = num(v)
+        out.append(row)
+    return out

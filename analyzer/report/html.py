@@ -1,0 +1,191 @@
+"""Self-contained report.html: Jinja2 template, inlined CSS/JS and one shared plotly.js.
+
+Why this shape: the report is evidence handed between people, often offline, so it is one file
+with nothing fetched from the network. Partitions with findings come first and are drawn when
+scrolled into view; clean partitions are collapsed and drawn only when opened, from a small JSON
+payload per partition, so a report over thousands of partitions stays light in the browser.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from functools import cache
+from importlib import resources
+from typing import Any
+
+import jinja2
+import pandas as pd
+
+from . import figures
+from .data import (
+    SEVERITIES,
+    PartitionKey,
+    ReportData,
+    all_partitions,
+    findings_by_partition,
+    human_bytes,
+    overview,
+    partition_key,
+    partition_name,
+    severity_of,
+)
+from .figures import num, text
+from .summary import evidence_line, finding_headline, verdict
+
+MAX_MANIFEST_ROWS = 20_000
+MAX_EVIDENCE_SHOWN = 20
+
+
+@cache
+def _environment() -> jinja2.Environment:
+    return jinja2.Environment(
+        loader=jinja2.PackageLoader("analyzer.report", "templates"),
+        autoescape=jinja2.select_autoescape(["html", "j2"], default=True),
+        trim_blocks=True,
+        lstrip_blocks=True,
+        undefined=jinja2.StrictUndefined,
+    )
+
+
+def _static(name: str) -> str:
+    return resources.files("analyzer.report").joinpath("templates", name).read_text(encoding="utf-8")
+
+
+@cache
+def _plotly_js() -> str:
+    from plotly.offline import get_plotlyjs
+
+    return get_plotlyjs()
+
+
+def script_json(value: Any) -> str:
+    """JSON safe to place inside <script>: no '</script>' or '<!--' can be formed by data."""
+    return json.dumps(value, separators=(",", ":"), allow_nan=False).replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
+
+
+def anchor(key: PartitionKey | None) -> str:
+    return "p-cluster-wide" if key is None else f"p-{key[0]}-{key[1]}"
+
+
+def _groups(df: pd.DataFrame | None) -> dict[PartitionKey, pd.DataFrame]:
+    if df is None or not {"topic", "partition"} <= set(df.columns):
+        return {}
+    df = df.dropna(subset=["topic", "partition"])
+    return {(str(t), int(p)): g for (t, p), g in df.groupby(["topic", "partition"], sort=False)}
+
+
+def _finding_view(f: dict[str, Any]) -> dict[str, Any]:
+    key = partition_key(f)
+    evidence = [e for e in f.get("evidence") or [] if isinstance(e, dict)]
+    return {
+        "id": str(f.get("id") or ""),
+        "severity": severity_of(f),
+        "kind": str(f.get("kind") or ""),
+        "topic": "" if key is None else key[0],
+        "partition": partition_name(key),
+        "anchor": anchor(key),
+        "headline": finding_headline(f),
+        "explanation": str(f.get("explanation") or ""),
+        "evidence": [evidence_line(e) for e in evidence[:MAX_EVIDENCE_SHOWN]],
+        "more_evidence": max(0, len(evidence) - MAX_EVIDENCE_SHOWN),
+        "producers": f.get("producers") or [],
+    }
+
+
+def _manifest(data: ReportData) -> dict[str, Any]:
+    files = data.table("files")
+    if files is None:
+        return {"rows": [], "total": 0, "bytes": None}
+    cols = [c for c in ("broker", "path", "kind", "size", "sha256", "mtime", "dir_state", "archive") if c in files.columns]
+    df = files[cols].sort_values([c for c in ("broker", "path") if c in cols])
+    rows = []
+    for r in df.head(MAX_MANIFEST_ROWS).to_dict("records"):
+        rows.append({c: (num(r[c]) if c in ("broker", "size") else text(r[c])) for c in cols})
+    return {"rows": rows, "total": len(df), "bytes": int(df["size"].fillna(0).sum()) if "size" in cols else None, "columns": cols}
+
+
+def _brokers(data: ReportData) -> list[dict[str, Any]]:
+    df = data.table("brokers")
+    if df is None:
+        return []
+    out = []
+    for r in df.sort_values("broker").to_dict("records") if "broker" in df.columns else []:
+        out.append({
+            "broker": num(r.get("broker")),
+            "cluster_id": text(r.get("cluster_id")) or "",
+            "roles": text(r.get("roles")) or "",
+            "id_source": text(r.get("id_source")) or "",
+            "log_dirs": ", ".join(str(d) for d in figures.as_list(r.get("log_dirs"))),
+            "files": num(r.get("files")),
+            "bytes": human_bytes(num(r.get("bytes"))) if num(r.get("bytes")) is not None else "",
+        })
+    return out
+
+
+def build_context(data: ReportData) -> dict[str, Any]:
+    """Everything the template shows, as plain values (the template has no logic beyond loops)."""
+    groups = findings_by_partition(data.findings)
+    replicas, ranges, lineages = (_groups(data.table(n)) for n in ("replica_logs", "offset_ranges", "epoch_lineage"))
+    with_findings = [k for k in groups if k is not None]
+    clean = [k for k in all_partitions(data) if k not in groups]
+    payload: dict[str, Any] = {}
+    for key in with_findings + clean:
+        found = groups.get(key, [])
+        payload[partition_name(key)] = {
+            "timeline": figures.timeline(replicas.get(key), ranges.get(key), found),
+            "lineage": figures.lineage(lineages.get(key), replicas.get(key)),
+            "replicas": figures.replica_rows(replicas.get(key)),
+        }
+
+    def section(key: PartitionKey) -> dict[str, Any]:
+        items = groups.get(key, [])
+        return {"name": partition_name(key), "anchor": anchor(key),
+                "counts": {s: n for s in SEVERITIES if (n := sum(severity_of(f) == s for f in items))},
+                "worst": severity_of(items[0]) if items else None}
+
+    views = [_finding_view(f) for items in groups.values() for f in items]
+    missing = data.missing_tables
+    missing_sentences = {
+        "replica_logs": "replica_logs is missing: no log start / HW / recovery point / LEO markers or replica tables.",
+        "offset_ranges": "offset_ranges is missing: timelines show one bar per replica from log start to LEO, without epochs.",
+        "epoch_lineage": "epoch_lineage is missing: lineage tables come from the leader-epoch checkpoints only.",
+        "files": "files is missing: no evidence manifest.",
+        "brokers": "brokers is missing: the broker table is empty.",
+    }
+    ov = overview(data)
+    return {
+        "title": f"kafka-forensics report — {data.out_dir.name}",
+        "generated_at": datetime.now(UTC).strftime("%Y-%m-%d %H:%M:%S UTC"),
+        "findings_generated_at": str(data.findings_doc.get("generated_at") or ""),
+        "out_dir": str(data.out_dir),
+        "ov": ov,
+        "era": ov["era"],
+        "bytes_text": human_bytes(ov["bytes"]),
+        "brokers": _brokers(data),
+        "verdict": verdict(data.findings),
+        "worst": min((severity_of(f) for f in data.findings), key=SEVERITIES.index, default=None),
+        "findings": views,
+        "severities": SEVERITIES,
+        "kinds": sorted({v["kind"] for v in views}),
+        "topics": sorted({v["topic"] for v in views if v["topic"]}),
+        "cluster_wide": groups.get(None, []) and section_cluster_wide(groups[None]),
+        "partitions_with_findings": [section(k) for k in with_findings],
+        "clean_partitions": [section(k) for k in clean],
+        "notes": data.notes + [missing_sentences.get(n, f"{n} is missing.") for n in missing],
+        "manifest": _manifest(data),
+        "timings": (data.run or {}).get("timings") if isinstance((data.run or {}).get("timings"), dict) else {},
+        "payload": script_json({"partitions": payload}),
+        "css": _static("report.css"),
+        "report_js": _static("report.js"),
+        "plotly_js": _plotly_js(),
+    }
+
+
+def section_cluster_wide(items: list[dict[str, Any]]) -> dict[str, Any]:
+    return {"name": "cluster-wide", "anchor": anchor(None), "counts": {s: n for s in SEVERITIES if (n := sum(severity_of(f) == s for f in items))}}
+
+
+def render_html(data: ReportData) -> str:
+    """The whole report as one HTML string."""
+    return _environment().get_template("report.html.j2").render(**build_context(data))

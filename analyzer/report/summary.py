@@ -1,0 +1,99 @@
+"""Sentences shared by the terminal and HTML reports: the verdict and one-line finding labels.
+
+Why shared: an operator reading the terminal and a colleague reading report.html must see the
+same words for the same finding, so both renderers take their wording from here.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .data import SEVERITIES, as_list, partition_key, partition_name, severity_of
+
+LOSS_KIND = "acked_data_loss"
+MAX_VERDICT_LINES = 3
+
+
+def offsets_text(finding: dict[str, Any]) -> str:
+    first, last = finding.get("first_offset"), finding.get("last_offset")
+    if first is None and last is None:
+        return ""
+    if last is None or first == last:
+        return f"offset {first if first is not None else last}"
+    return f"offsets {first}–{last}"
+
+
+def brokers_text(brokers: Any) -> str:
+    ids = [str(b) for b in as_list(brokers)]
+    if not ids:
+        return ""
+    return ("broker " if len(ids) == 1 else "brokers ") + ", ".join(ids)
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}" + ("" if n == 1 else "s")
+
+
+def loss_sentence(finding: dict[str, Any]) -> str:
+    """'812 acknowledged records lost on orders-0, offsets 1000–1811, still held by broker 1'."""
+    records = finding.get("records")
+    what = f"{records} acknowledged records" if records is not None else "acknowledged records"
+    parts = [f"{what} lost on {partition_name(partition_key(finding))}"]
+    if offsets_text(finding):
+        parts.append(offsets_text(finding))
+    salvage = as_list(finding.get("salvage_brokers"))
+    parts.append(f"still held by {brokers_text(salvage)}" if salvage else "no replica holds them any more")
+    return ", ".join(parts)
+
+
+def verdict(findings: list[dict[str, Any]]) -> list[str]:
+    """The few lines an operator reads first: acknowledged loss if any, else the worst there is."""
+    losses = sorted((f for f in findings if f.get("kind") == LOSS_KIND), key=lambda f: -(f.get("records") or 0))
+    lines = [loss_sentence(f) for f in losses[:MAX_VERDICT_LINES]]
+    if len(losses) > MAX_VERDICT_LINES:
+        rest = losses[MAX_VERDICT_LINES:]
+        total = sum(int(f.get("records") or 0) for f in rest)
+        lines.append(f"… and {_plural(len(rest), 'more loss finding')} ({total} records)")
+    counts = {sev: sum(severity_of(f) == sev for f in findings) for sev in SEVERITIES}
+    other_errors = [f for f in findings if severity_of(f) == "error" and f.get("kind") != LOSS_KIND]
+    if other_errors:
+        parts = sorted({partition_name(partition_key(f)) for f in other_errors})
+        kinds = sorted({str(f.get("kind")) for f in other_errors})
+        lead = "Also " if lines else "No acknowledged loss proven, but "
+        lines.append(f"{lead}{_plural(len(other_errors), 'error')} on {_plural(len(parts), 'partition')}: {', '.join(kinds)}")
+    if not lines:
+        if counts["warning"]:
+            lines.append(f"No data loss or divergence found; {_plural(counts['warning'], 'warning')} to review")
+        elif counts["info"]:
+            lines.append(f"Clean: no errors or warnings ({_plural(counts['info'], 'informational note')})")
+        else:
+            lines.append("Clean: no findings")
+    return lines
+
+
+def finding_headline(finding: dict[str, Any]) -> str:
+    """'acked_data_loss offsets 1000–1811 · 812 records · brokers 1, 2 · epochs 1, 2'."""
+    parts = [str(finding.get("kind") or "finding")]
+    if offsets_text(finding):
+        parts.append(offsets_text(finding))
+    if finding.get("records") is not None:
+        parts.append(_plural(int(finding["records"]), "record"))
+    if brokers_text(finding.get("brokers")):
+        parts.append(brokers_text(finding.get("brokers")))
+    epochs = as_list(finding.get("leader_epochs"))
+    if epochs:
+        parts.append(("epoch " if len(epochs) == 1 else "epochs ") + ", ".join(str(e) for e in epochs))
+    salvage = as_list(finding.get("salvage_brokers"))
+    if salvage:
+        parts.append(f"salvage from {brokers_text(salvage)}")
+    return " · ".join(parts)
+
+
+def evidence_line(ev: dict[str, Any]) -> str:
+    """'broker 1 broker-1/orders-0/00000000000000000000.log @8123: detail' (never payload bytes)."""
+    where = str(ev.get("path") or "")
+    if ev.get("position") is not None:
+        where += f" @{ev['position']}"
+    prefix = f"broker {ev['broker']} " if ev.get("broker") is not None else ""
+    detail = f": {ev['detail']}" if ev.get("detail") else ""
+    return f"{prefix}{where}{detail}".strip()

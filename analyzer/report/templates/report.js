@@ -1,0 +1,119 @@
+/* kafka-forensics report: findings filters and lazy per-partition drawing.
+   All data comes from the JSON block #report-data; text from disk is set with textContent only. */
+(function () {
+  "use strict";
+  var payload = JSON.parse(document.getElementById("report-data").textContent);
+  var drawn = {};
+
+  function el(tag, text, cls) {
+    var e = document.createElement(tag);
+    if (text !== undefined && text !== null) e.textContent = String(text);
+    if (cls) e.className = cls;
+    return e;
+  }
+  function fmt(v) { return v === null || v === undefined ? "" : String(v); }
+
+  function table(headers, rows) {
+    var t = el("table", null, "grid"), thead = el("thead"), tr = el("tr");
+    headers.forEach(function (h) { tr.appendChild(el("th", h)); });
+    thead.appendChild(tr); t.appendChild(thead);
+    var tbody = el("tbody");
+    rows.forEach(function (r) { tbody.appendChild(r); }); t.appendChild(tbody);
+    return t;
+  }
+
+  function lineageTable(box, lin) {
+    box.appendChild(el("h3", "Leader-epoch lineage"));
+    if (!lin) { box.appendChild(el("p", "No leader-epoch data for this partition.", "dim")); return; }
+    box.appendChild(el("p", "Start offset per epoch as each replica's leader-epoch-checkpoint has it, and the offsets its batches of that epoch span (source: " + lin.source + "). Rows where replicas disagree are shaded; ★ likely leader.", "dim"));
+    var rows = lin.rows.map(function (row) {
+      var tr = el("tr", null, row.conflict ? "conflict" : "");
+      tr.appendChild(el("td", row.epoch, "num"));
+      row.cells.forEach(function (c) {
+        if (!c) { tr.appendChild(el("td", "—", "dim")); return; }
+        var parts = [];
+        if (c.cp !== null) parts.push("start " + c.cp);
+        if (c.first !== null) parts.push("batches " + c.first + "–" + fmt(c.last));
+        tr.appendChild(el("td", (c.leader ? "★ " : "") + (parts.join(" · ") || "present"), c.leader ? "leader" : ""));
+      });
+      return tr;
+    });
+    box.appendChild(table(["epoch"].concat(lin.brokers.map(function (b) { return "broker " + b; })), rows));
+  }
+
+  var REPLICA_COLS = [["broker", "broker"], ["log_dir", "log dir"], ["dir_state", "state"], ["log_start_offset", "log start"], ["hw_checkpoint", "HW ckpt"],
+    ["recovery_point", "recovery pt"], ["leo", "LEO"], ["first_epoch", "first epoch"], ["last_epoch", "last epoch"], ["segments", "segments"],
+    ["records", "records"], ["bytes", "bytes"], ["clean_shutdown", "clean shutdown"], ["compacted", "compacted"]];
+
+  function replicaTable(box, reps) {
+    box.appendChild(el("h3", "Replicas"));
+    if (!reps || !reps.length) { box.appendChild(el("p", "No replica_logs rows for this partition.", "dim")); return; }
+    var rows = reps.map(function (r) {
+      var tr = el("tr");
+      REPLICA_COLS.forEach(function (c) { var v = r[c[0]]; tr.appendChild(el("td", v === true ? "yes" : v === false ? "no" : fmt(v), typeof v === "number" ? "num" : "")); });
+      return tr;
+    });
+    box.appendChild(table(REPLICA_COLS.map(function (c) { return c[1]; }), rows));
+  }
+
+  function draw(details) {
+    var key = details.getAttribute("data-key");
+    if (!key || drawn[key]) return;
+    drawn[key] = true;
+    var p = payload.partitions[key] || {};
+    var tl = details.querySelector(".timeline");
+    if (p.timeline && window.Plotly) {
+      Plotly.newPlot(tl, p.timeline.data, p.timeline.layout, { displaylogo: false, responsive: true, modeBarButtonsToRemove: ["select2d", "lasso2d"] });
+    } else {
+      tl.appendChild(el("p", "No replica or offset-range data for this partition.", "dim"));
+    }
+    lineageTable(details.querySelector(".lineage"), p.lineage);
+    replicaTable(details.querySelector(".replicas"), p.replicas);
+    details.setAttribute("data-drawn", "true");
+  }
+
+  var observer = "IntersectionObserver" in window ? new IntersectionObserver(function (entries) {
+    entries.forEach(function (e) { if (e.isIntersecting && e.target.open) { observer.unobserve(e.target); draw(e.target); } });
+  }, { rootMargin: "600px 0px" }) : null;
+
+  document.querySelectorAll("details.partition[data-key]").forEach(function (d) {
+    d.addEventListener("toggle", function () { if (d.open) draw(d); });
+    if (d.open) { if (observer) observer.observe(d); else draw(d); }
+  });
+
+  function reveal(id) {
+    var target = document.getElementById(id);
+    if (!target) return;
+    for (var n = target; n; n = n.parentElement) { if (n.tagName === "DETAILS") n.open = true; }
+    if (target.hasAttribute("data-key")) draw(target);
+    target.scrollIntoView({ block: "start" });
+  }
+  document.querySelectorAll("a.partition-link").forEach(function (a) {
+    a.addEventListener("click", function (ev) { ev.preventDefault(); history.replaceState(null, "", "#" + a.getAttribute("data-target")); reveal(a.getAttribute("data-target")); });
+  });
+  if (location.hash.length > 1) reveal(decodeURIComponent(location.hash.slice(1)));
+
+  /* findings filters */
+  var items = Array.prototype.slice.call(document.querySelectorAll("#findings-list li.finding"));
+  var toggles = Array.prototype.slice.call(document.querySelectorAll("button.sev-toggle"));
+  var kindSel = document.getElementById("filter-kind"), topicSel = document.getElementById("filter-topic"), textBox = document.getElementById("filter-text");
+  var counter = document.getElementById("findings-count"), empty = document.getElementById("findings-empty");
+  function apply() {
+    var on = {};
+    toggles.forEach(function (b) { on[b.getAttribute("data-severity")] = b.getAttribute("aria-pressed") === "true"; });
+    var kind = kindSel ? kindSel.value : "", topic = topicSel ? topicSel.value : "", q = textBox ? textBox.value.trim().toLowerCase() : "";
+    var shown = 0;
+    items.forEach(function (li) {
+      var ok = on[li.getAttribute("data-severity")] !== false && (!kind || li.getAttribute("data-kind") === kind) &&
+        (!topic || li.getAttribute("data-topic") === topic) && (!q || li.textContent.toLowerCase().indexOf(q) >= 0);
+      li.hidden = !ok;
+      if (ok) shown++;
+    });
+    if (counter) counter.textContent = shown + " of " + items.length + " findings";
+    if (empty) empty.hidden = shown !== 0;
+  }
+  toggles.forEach(function (b) { b.addEventListener("click", function () { b.setAttribute("aria-pressed", b.getAttribute("aria-pressed") === "true" ? "false" : "true"); apply(); }); });
+  [kindSel, topicSel].forEach(function (s) { if (s) s.addEventListener("change", apply); });
+  if (textBox) textBox.addEventListener("input", apply);
+  apply();
+})();

@@ -1,0 +1,119 @@
+"""Terminal summary (rich): overview, verdict, findings by partition with their top evidence.
+
+Why rich and these limits: the summary must read well in a 100-column terminal and in a CI log
+(no colour, no cursor codes when stdout is not a terminal); the full detail lives in report.html,
+so long lists are cut with a pointer to it.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any, TextIO
+
+from rich.console import Console, Group
+from rich.padding import Padding
+from rich.table import Table
+from rich.text import Text
+
+from .data import SEVERITIES, ReportData, findings_by_partition, human_bytes, overview, partition_name, severity_of
+from .summary import evidence_line, finding_headline, verdict
+
+STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}
+MAX_PARTITIONS = 30
+MAX_FINDINGS_PER_PARTITION = 8
+MAX_EVIDENCE = 2
+DEFAULT_WIDTH = 100
+
+
+def make_console(stream: TextIO) -> Console:
+    """Colour only on a real terminal; elsewhere plain text at $COLUMNS (default 100) columns."""
+    is_tty = hasattr(stream, "isatty") and stream.isatty()
+    width = None if is_tty else int(os.environ.get("COLUMNS") or DEFAULT_WIDTH)
+    return Console(file=stream, width=width, no_color=not is_tty, highlight=False, soft_wrap=False, emoji=False)
+
+
+def _overview_table(data: ReportData) -> Table:
+    ov = overview(data)
+    table = Table.grid(padding=(0, 2))
+    table.add_column(style="bold")
+    table.add_column()
+    brokers = ov["brokers"]
+    table.add_row("Brokers", f"{len(brokers)} ({', '.join(map(str, brokers))})" if brokers else "unknown")
+    table.add_row("Log dirs", str(ov["log_dirs"]) if ov["log_dirs"] is not None else "unknown")
+    topics = ov["topics"]
+    shown = ", ".join(topics[:8]) + (f", … {len(topics) - 8} more" if len(topics) > 8 else "")
+    table.add_row("Topics", f"{len(topics)} ({shown})" if topics else "0")
+    table.add_row("Partitions", str(ov["partitions"]))
+    files = f"{ov['files']} files, " if ov["files"] is not None else ""
+    table.add_row("Data", f"{files}{human_bytes(ov['bytes'])}")
+    era = ov["era"]
+    table.add_row("Kafka era", f"{era.label}" + (f" — {'; '.join(era.reasons)}" if era and era.reasons else ""))
+    if ov["cluster_ids"]:
+        table.add_row("Cluster id", ", ".join(ov["cluster_ids"]))
+    if ov["inputs"]:
+        table.add_row("Input", ", ".join(ov["inputs"]))
+    counts = ov["counts"]
+    table.add_row("Findings", " · ".join(f"{counts[s]} {s}{'s' if counts[s] != 1 else ''}" for s in SEVERITIES))
+    return table
+
+
+def _finding_block(finding: dict[str, Any]) -> Group:
+    sev = severity_of(finding)
+    head = Text.assemble((f"{sev.upper():<7}", STYLE[sev]), " ", (finding_headline(finding), "bold"))
+    lines: list[Any] = [head]
+    if finding.get("explanation"):
+        lines.append(Padding(Text(str(finding["explanation"])), (0, 0, 0, 8)))
+    evidence = [e for e in finding.get("evidence") or [] if isinstance(e, dict)]
+    for ev in evidence[:MAX_EVIDENCE]:
+        lines.append(Padding(Text("↳ " + evidence_line(ev), style="dim"), (0, 0, 0, 8)))
+    if len(evidence) > MAX_EVIDENCE:
+        more = len(evidence) - MAX_EVIDENCE
+        lines.append(Padding(Text(f"↳ … {more} more piece{'s' if more != 1 else ''} of evidence in report.html", style="dim"), (0, 0, 0, 8)))
+    return Group(*lines)
+
+
+def render_text(data: ReportData, stream: TextIO) -> None:
+    """Print the terminal summary of DIR to ``stream`` (trailing padding stripped, so CI logs and
+    diffs stay clean)."""
+    console = make_console(stream)
+    with console.capture() as captured:
+        _print_summary(console, data)
+    stream.write("".join(line.rstrip() + "\n" for line in captured.get().splitlines()))
+    stream.flush()
+
+
+def _print_summary(console: Console, data: ReportData) -> None:
+    console.rule(Text("kafka-forensics report", style="bold"), align="left")
+    console.print(_overview_table(data))
+    console.print()
+    worst = min((severity_of(f) for f in data.findings), key=SEVERITIES.index, default=None)
+    for i, line in enumerate(verdict(data.findings)):
+        label = "Verdict: " if i == 0 else " " * len("Verdict: ")
+        console.print(Text(label, style="bold") + Text(line, style=STYLE[worst] if worst else "bold green"))
+    groups = findings_by_partition(data.findings)
+    if groups:
+        console.print()
+        console.rule(Text(f"Findings by partition ({len(data.findings)} in {len(groups)} groups)", style="bold"), align="left")
+    for i, (key, items) in enumerate(groups.items()):
+        if i == MAX_PARTITIONS:
+            console.print(Text(f"… {len(groups) - MAX_PARTITIONS} more partitions with findings: see report.html", style="bold"))
+            break
+        counts = [f"{n} {s}{'s' if n != 1 else ''}" for s in SEVERITIES if (n := sum(severity_of(f) == s for f in items))]
+        console.print()
+        console.print(Text.assemble((partition_name(key), "bold underline"), "  ", (" · ".join(counts), "dim")))
+        for finding in items[:MAX_FINDINGS_PER_PARTITION]:
+            console.print(_finding_block(finding))
+        if len(items) > MAX_FINDINGS_PER_PARTITION:
+            console.print(Padding(Text(f"… {len(items) - MAX_FINDINGS_PER_PARTITION} more findings on this partition in report.html"), (0, 0, 0, 8)))
+    notes = list(data.notes)
+    if data.missing_tables:
+        notes.append(f"Tables missing or empty (not shown): {', '.join(data.missing_tables)}.")
+    if notes:
+        console.print()
+        for note in notes:
+            console.print(Text("Note: " + note, style="dim"))
+    console.print()
+    html = data.out_dir / "report.html"
+    where = f"Full report: {html}" if html.exists() else f"Full report: {html} (not written yet: run `kafka-forensics report {data.out_dir} --format html`)"
+    console.print(Text(where, style="bold"))
+    console.print(Text(f"Findings (JSON): {data.out_dir / 'findings.json'}", style="dim"))
