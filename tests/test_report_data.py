@@ -103,7 +103,7 @@ def make_out_dir(out: Path, *, findings: list[dict] | None = None, tables: tuple
         _write(out, "files", files)
     if "replica_logs" in want:
         rows = []
-        for (topic, part, b), (ls, hw, rp, leo, entries, ranges) in REPLICAS.items():
+        for (topic, part, b), (ls, hw, rp, leo, entries, _ranges) in REPLICAS.items():
             rows.append({"topic": topic, "partition": part, "broker": b, "log_dir": f"broker-{b}", "dir_state": "live", "topic_id": "t" * 22,
                          "segments": 1, "log_start_offset": ls, "leo": leo, "hw_checkpoint": hw, "recovery_point": rp,
                          "epoch_entries": [{"epoch": e, "start_offset": s} for e, s in entries], "first_epoch": entries[0][0], "last_epoch": entries[-1][0],
