@@ -1,0 +1,331 @@
+"""Named incident scenarios: each drives the replication simulator through one failure story,
+writes the broker dirs, and derives ``ground_truth.json`` + ``ledger.jsonl`` from what happened.
+
+``generate(name, out_dir, seed=0, **size)`` -> ``out_dir/name``; ``SCENARIOS`` maps names to the
+step functions. Sizes (``Size``: brokers, partitions, records, segment bytes, codec...) scale
+every scenario the same way, so the same stories make benchmark data.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from collections.abc import Callable
+from dataclasses import asdict, fields
+from pathlib import Path
+
+from sample_data.sim.cluster import LAG_TIME_MAX_MS, Cluster, Size
+from sample_data.sim.materialize import materialize
+from sample_data.sim.truth import expected_findings, must_not_report, replica_summary
+
+REPLICATE_ROUNDS = 3  # data, then the HW moves on the leader, then the followers learn it
+
+
+def _cluster(size: Size, seed: int, truncation: str = "kip279") -> Cluster:
+    return Cluster(list(range(1, size.brokers + 1)), seed=seed, truncation=truncation)
+
+
+def _rf(size: Size, want: int = 3) -> int:
+    return min(want, size.brokers)
+
+
+def _produce(c: Cluster, topic: str, size: Size, n: int, acks: str = "all", **kw) -> None:
+    for p in range(size.partitions):
+        c.produce(topic, p, max(1, n), acks=acks, batch_records=size.batch_records, value_bytes=size.value_bytes, **kw)
+
+
+def _frac(size: Size, f: float) -> int:
+    """A share of the records, in whole batches (truncation points fall on batch boundaries)."""
+    return max(1, round(size.records * f / size.batch_records)) * size.batch_records
+
+
+# ---------------------------------------------------------------------------- the scenarios
+def clean_failover(c: Cluster, size: Size) -> str:
+    c.create_topic("cf", size.partitions, _rf(size), min_isr=min(2, size.brokers))
+    _produce(c, "cf", size, _frac(size, 0.5))
+    c.fetch(REPLICATE_ROUNDS)
+    c.stop(1)  # controlled shutdown: leadership moves to an in-sync follower
+    _produce(c, "cf", size, _frac(size, 0.5))
+    c.fetch(REPLICATE_ROUNDS)
+    c.restart(1)
+    c.fetch(REPLICATE_ROUNDS)
+    c.collect()
+    return (
+        "Negative control: acks=all, min.insync.replicas 2; broker 1 stopped cleanly (controlled shutdown), production "
+        "went on, it came back and caught up; all brokers stopped cleanly. Nothing to report."
+    )
+
+
+def _two_fetch_window(c: Cluster, topic: str, size: Size) -> None:
+    """One batch m acked with acks=all, while follower 2 has it but not yet the HW that covers it."""
+    _produce(c, topic, size, _frac(size, 0.5))
+    c.fetch(REPLICATE_ROUNDS)
+    _produce(c, topic, size, size.batch_records)  # m
+    c.fetch(1)  # follower fetches m; the response carries the old HW
+    c.fetch(1)  # the next fetch moves the leader's HW past m: m is acked; the follower still has the old HW
+    c.checkpoint(hw=True, offsets=False)  # the 5 s HW checkpoint happens to run now
+    c.crash(2)
+    c.restart(2)  # truncates to its HW checkpoint (pre-0.11): m is gone from broker 2
+
+
+def hw_two_fetch(c: Cluster, size: Size) -> str:
+    c.create_topic("tf", size.partitions, _rf(size, 2), min_isr=1)
+    _two_fetch_window(c, "tf", size)
+    c.crash(1)  # the leader dies before broker 2 fetches m again: broker 2 (in the ISR) is elected cleanly
+    c.restart(1)  # its fetch offset is past the new leader's LEO: it truncates m away too
+    _produce(c, "tf", size, _frac(size, 0.25))
+    c.fetch(REPLICATE_ROUNDS)
+    c.collect()
+    return (
+        "KIP-101 scenario 1, truncation by high watermark (pre-0.11): the follower restarted inside the two-fetch window "
+        "and truncated to its HW checkpoint, which did not cover the last acked batch; the leader died before the follower "
+        "re-fetched, the follower became leader and the old leader truncated to it. A committed (acks=all) batch is lost."
+    )
+
+
+def kafka_1211_divergence(c: Cluster, size: Size) -> str:
+    c.create_topic("kd", size.partitions, _rf(size, 2), min_isr=1)
+    _two_fetch_window(c, "kd", size)
+    c.crash(1)
+    _produce(c, "kd", size, size.batch_records * 2)  # the new leader writes new records where m was
+    c.restart(1)  # truncates to its own HW checkpoint (which covers m) and fetches from there: keeps m
+    c.fetch(REPLICATE_ROUNDS)
+    c.collect()
+    return (
+        "KAFKA-1211 / KIP-101 scenario 2, truncation by high watermark: as hw-two-fetch, but the new leader wrote new "
+        "records before the old leader came back; the old leader kept m (its HW covered it) and fetched on from its LEO, "
+        "so the two replicas hold different records at m's offsets."
+    )
+
+
+def kip_101_safe(c: Cluster, size: Size) -> str:
+    c.create_topic("ks", size.partitions, _rf(size, 2), min_isr=1)
+    _two_fetch_window(c, "ks", size)
+    c.crash(1)
+    _produce(c, "ks", size, size.batch_records * 2)
+    c.restart(1)
+    c.fetch(REPLICATE_ROUNDS)
+    c.collect()
+    return (
+        "The kafka-1211-divergence failure sequence with leader-epoch truncation (KIP-101/KIP-279): the restarted "
+        "follower asks the leader for the end of its epoch instead of trusting its HW, keeps m, and nothing is lost."
+    )
+
+
+def unclean_election(c: Cluster, size: Size) -> str:
+    c.create_topic("ue", size.partitions, _rf(size), min_isr=1)
+    _produce(c, "ue", size, _frac(size, 0.4), acks="1")
+    c.fetch(REPLICATE_ROUNDS)
+    followers = [b for b in c.part("ue", 0).replicas if b != 1]
+    for b in followers:
+        c.crash(b)
+    c.advance(LAG_TIME_MAX_MS + 1_000)  # the ISR shrinks to the leader
+    _produce(c, "ue", size, _frac(size, 0.3), acks="1")
+    c.advance(6_000)
+    c.crash(1)
+    if not followers:
+        c.collect()
+        return "single broker: nothing to elect"
+    c.restart(followers[0])
+    for p in range(size.partitions):
+        if c.part("ue", p).leader < 0:
+            c.elect("ue", p, followers[0], unclean=True)
+    _produce(c, "ue", size, _frac(size, 0.2), acks="1")
+    for b in followers[1:]:
+        c.restart(b)
+    c.fetch(REPLICATE_ROUNDS)
+    c.restart(1)  # truncates to the unclean leader's end of epoch 0 (leader-epoch rule)
+    c.fetch(REPLICATE_ROUNDS)
+    c.collect()
+    return (
+        "acks=1: the followers were killed, the lone leader acked more records, then died; a follower was elected "
+        "uncleanly (out of the ISR) and took new writes; the old leader came back and truncated its acked records away. "
+        "The replicas are identical now, but the records acked by the old leader alone are gone."
+    )
+
+
+def acks_all_min_isr_1(c: Cluster, size: Size) -> str:
+    c.create_topic("am", size.partitions, _rf(size), min_isr=1)
+    _produce(c, "am", size, _frac(size, 0.4))
+    c.fetch(REPLICATE_ROUNDS)
+    _produce(c, "am", size, _frac(size, 0.3))  # followers stalled (network partition): the requests wait ...
+    c.advance(LAG_TIME_MAX_MS + 1_000)  # ... until the ISR shrinks to the leader alone, which then acks them
+    c.crash(1)
+    others = [b for b in c.part("am", 0).replicas if b != 1]
+    for p in range(size.partitions):
+        if c.part("am", p).leader < 0 and others:
+            c.elect("am", p, others[0], unclean=True)
+    _produce(c, "am", size, _frac(size, 0.2))
+    c.fetch(REPLICATE_ROUNDS)
+    c.collect()
+    return (
+        "acks=all with min.insync.replicas=1: the followers stalled, the ISR shrank to the leader, which then acked "
+        "alone; it was killed and a stale follower was elected uncleanly. The acked records survive only on the "
+        "dead leader's disk, where the new leader's records now sit at the same offsets elsewhere."
+    )
+
+
+def torn_write(c: Cluster, size: Size) -> str:
+    c.create_topic("tw", size.partitions, _rf(size), min_isr=min(2, size.brokers))
+    _produce(c, "tw", size, _frac(size, 0.5))
+    c.fetch(REPLICATE_ROUNDS)
+    c.produce("tw", 0, size.batch_records, batch_records=size.batch_records, value_bytes=size.value_bytes)
+    c.tear(1, "tw", 0)  # power cut in the middle of writing that batch
+    c.crash(1)
+    _produce(c, "tw", size, _frac(size, 0.3))
+    c.fetch(REPLICATE_ROUNDS)
+    c.collect()
+    return (
+        "Broker 1 died in the middle of appending a batch (never acknowledged): its active segment ends in a partial "
+        "batch, which recovery would truncate. Nothing acked is lost; the new leader took over cleanly."
+    )
+
+
+def index_corruption(c: Cluster, size: Size) -> str:
+    c.create_topic("ic", size.partitions, _rf(size), min_isr=1)
+    _produce(c, "ic", size, size.records)
+    c.fetch(REPLICATE_ROUNDS)
+    c.collect()
+    c.corrupt_index(min(2, size.brokers), "ic", 0)
+    return (
+        "Healthy data; one offset index entry on one broker was overwritten so that offsets go backwards "
+        "(a corrupt index Kafka would rebuild on recovery)."
+    )
+
+
+def double_failover_kip_279(c: Cluster, size: Size) -> str:
+    c.create_topic("df", size.partitions, _rf(size, 2), min_isr=1)
+    _produce(c, "df", size, _frac(size, 0.4), acks="1")
+    c.fetch(REPLICATE_ROUNDS)
+    _produce(c, "df", size, size.batch_records * 3, acks="1")  # epoch 0 on broker 1 only
+    c.crash(1)  # broker 2, still in the ISR, leads epoch 1
+    _produce(c, "df", size, size.batch_records * 2, acks="1")  # epoch 1 on broker 2 only, at the same offsets
+    c.crash(2)
+    c.restart(1)
+    for p in range(size.partitions):
+        if c.part("df", p).leader < 0:
+            c.elect("df", p, 1, unclean=True)  # epoch 2
+    _produce(c, "df", size, size.batch_records * 2, acks="1")
+    c.restart(2)  # asks for the end of epoch 1; the leader never had it
+    c.fetch(REPLICATE_ROUNDS)
+    c.collect()
+    return (
+        f"Double failover with leader-epoch truncation by the rule '{c.truncation}': broker 1 wrote epoch-0 records "
+        "broker 2 never fetched; broker 2 led epoch 1 at the same offsets; broker 1 led epoch 2. Broker 2 then asked "
+        "broker 1 for the end of epoch 1. Without KIP-279 the leader answers the start of its next epoch and the "
+        "follower keeps its epoch-1 records: the replicas diverge. With KIP-279 it truncates to the end of epoch 0."
+    )
+
+
+def benign_mix(c: Cluster, size: Size) -> str:
+    rf = _rf(size)
+    c.create_topic("bm", size.partitions, rf, min_isr=1)
+    c.create_topic("bm-compact", 1, rf, min_isr=1, compacted=True)
+    c.create_topic("bm-txn", 1, rf, min_isr=1)
+    _produce(c, "bm", size, _frac(size, 0.5))
+    keys = [f"key-{i}".encode() for i in range(max(2, size.records // 20))]
+    c.produce("bm-compact", 0, _frac(size, 0.5), batch_records=1, value_bytes=size.value_bytes, keys=keys)
+    c.fetch(REPLICATE_ROUNDS)
+    c.produce("bm-txn", 0, size.batch_records * 3, producer_id=1000, transactional=True, batch_records=size.batch_records)
+    c.fetch(REPLICATE_ROUNDS)
+    c.write_marker("bm-txn", 0, 1000, "commit")
+    c.produce("bm-txn", 0, size.batch_records * 2, producer_id=1000, transactional=True, batch_records=size.batch_records)
+    c.fetch(REPLICATE_ROUNDS)
+    c.write_marker("bm-txn", 0, 1000, "abort")
+    c.fetch(REPLICATE_ROUNDS)
+    c.compact("bm-compact", 0, upto=c.replica(1, "bm-compact", 0).leo - len(keys))
+    for p in range(size.partitions):
+        c.delete_records("bm", p, _frac(size, 0.1))
+    c.fetch(REPLICATE_ROUNDS)
+    # leadership moves twice with no write in between: an epoch that holds no records
+    c.stop(1)
+    c.restart(1)
+    c.fetch(REPLICATE_ROUNDS)
+    for p in range(size.partitions):
+        part = c.part("bm", p)
+        if part.replicas[0] in part.isr and part.leader != part.replicas[0]:
+            c.elect("bm", p, part.replicas[0])
+    _produce(c, "bm", size, _frac(size, 0.3))
+    c.fetch(REPLICATE_ROUNDS)
+    c.advance(6_000)
+    _produce(c, "bm", size, size.batch_records)
+    c.fetch(1)
+    if size.brokers >= 3:
+        c.crash(3)  # killed right after: stale HW checkpoint, preallocated indexes, no marker
+    c.collect()
+    return (
+        "Everything here is benign: a compacted topic with cleaner gaps, a committed and an aborted transaction with "
+        "their markers, deleteRecords moving the log start, leader epochs that hold no records, followers lagging "
+        "above the HW, and broker 3 killed at the end (stale checkpoints, preallocated indexes): only its "
+        "unclean_shutdown (info) is a finding."
+    )
+
+
+SCENARIOS: dict[str, Callable[[Cluster, Size], str]] = {
+    "clean-failover": clean_failover,
+    "hw-two-fetch": hw_two_fetch,
+    "kafka-1211-divergence": kafka_1211_divergence,
+    "kip-101-safe": kip_101_safe,
+    "unclean-election": unclean_election,
+    "acks-all-min-isr-1": acks_all_min_isr_1,
+    "torn-write": torn_write,
+    "index-corruption": index_corruption,
+    "double-failover-kip-279": double_failover_kip_279,
+    "benign-mix": benign_mix,
+}
+TRUNCATION_RULE = {"hw-two-fetch": "hw", "kafka-1211-divergence": "hw", "double-failover-kip-279": "kip101"}
+SIZE_FIELDS = {f.name for f in fields(Size)}
+
+
+def simulate(name: str, seed: int = 0, truncation: str | None = None, **size) -> tuple[Cluster, Size, str]:
+    """Run a scenario in memory only (tests of mechanics, and ``generate``)."""
+    unknown = set(size) - SIZE_FIELDS
+    if unknown:
+        raise TypeError(f"unknown size options {sorted(unknown)}; expected some of {sorted(SIZE_FIELDS)}")
+    sz = Size(**size)
+    cluster = _cluster(sz, seed, truncation or TRUNCATION_RULE.get(name, "kip279"))
+    description = SCENARIOS[name](cluster, sz)
+    return cluster, sz, description
+
+
+def _write_jsonl(path: Path, rows: list[dict]) -> None:
+    with open(path, "w", encoding="utf-8") as f:
+        for row in rows:
+            f.write(json.dumps(row, sort_keys=True) + "\n")
+
+
+def generate(name: str, out_dir: Path, seed: int = 0, truncation: str | None = None, **size) -> Path:
+    """Simulate ``name`` and write ``out_dir/name/`` (broker-<id>/, ground_truth.json, ledger*.jsonl)."""
+    if name not in SCENARIOS:
+        raise KeyError(f"unknown scenario {name!r}; one of {sorted(SCENARIOS)}")
+    cluster, sz, description = simulate(name, seed, truncation, **size)
+    out = Path(out_dir) / name
+    if out.exists():
+        if not (out / "ground_truth.json").exists():
+            raise FileExistsError(f"{out} exists and was not written by this generator")
+        shutil.rmtree(out)
+    out.mkdir(parents=True)
+    problems = materialize(cluster, out, sz)
+    findings = expected_findings(cluster, problems)
+    truth = {
+        "scenario": name,
+        "seed": seed,
+        "truncation_rule": cluster.truncation,
+        "size": asdict(sz),
+        "description": description,
+        "expected_findings": findings,
+        "expected_problems": [{k: p[k] for k in ("path", "position", "kind")} for p in problems],
+        "must_not_report": must_not_report(cluster, findings),
+        "ledger": {
+            "file": "ledger.jsonl",
+            "acked": len(cluster.ledger),
+            "failed_file": "ledger_failed.jsonl",
+            "failed": len(cluster.ledger_failed),
+        },
+        "replicas": replica_summary(cluster),
+        "events": cluster.events,
+    }
+    (out / "ground_truth.json").write_text(json.dumps(truth, indent=1) + "\n", encoding="utf-8")
+    _write_jsonl(out / "ledger.jsonl", cluster.ledger)
+    _write_jsonl(out / "ledger_failed.jsonl", cluster.ledger_failed)
+    return out

@@ -1,0 +1,660 @@
+"""A step-by-step model of Kafka replication, one method per thing that happens in a cluster.
+
+Mechanics followed (Kafka's classes in brackets):
+  * produce [ReplicaManager.appendRecords]: the leader appends a batch stamped with its leader
+    epoch; acks=0/1 are answered at once, acks=all needs ISR >= min.insync.replicas at append
+    and waits in the purgatory until the leader's HW passes the batch.
+  * fetch round [Partition.fetchRecords]: the leader reads the log **and its HW first**, then
+    records the follower's fetch offset as its remote LEO, maybe expands the ISR and advances
+    the HW (min LEO over the ISR). So a follower learns a HW one fetch after the fetch that
+    moved it: the two-fetch delay that KIP-101 is about.
+  * ISR shrink [Partition.maybeShrinkIsr]: a follower not caught up for replica.lag.time.max.ms.
+  * checkpoints [ReplicaManager / LogManager schedulers]: the HW every 5 s, recovery point and
+    log start every 60 s; leader-epoch-checkpoint on every change. A kill -9 leaves them stale.
+  * elections [controller]: clean = first live ISR member in replica order; unclean = anyone.
+    The new leader assigns (new epoch, its LEO) in its epoch cache even before it appends.
+  * truncation when a replica becomes a follower [AbstractFetcherThread]: rule ``hw`` (pre-0.11:
+    to the HW checkpoint), ``kip101`` (leader's end offset for the follower's latest epoch) or
+    ``kip279`` (Kafka >= 2.0: the leader answers with (epoch, end offset) of the largest epoch
+    <= the asked one; the follower truncates to the min of both ends, asking again when it lacks
+    that epoch). A fetch above the leader's LEO truncates to it [handleOffsetOutOfRange].
+
+Every step appends to ``events``; ground truth (``truth.py``) is derived from those and the final
+state, never typed by hand.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+
+from .model import UNDEFINED_EPOCH, Broker, PartitionState, PendingAck, Replica, SimBatch, SimRecord
+
+START_MS = 1_767_225_600_000  # 2026-01-01T00:00:00Z, so timestamps are reproducible
+HW_CHECKPOINT_MS = 5_000  # replica.high.watermark.checkpoint.interval.ms
+OFFSET_CHECKPOINT_MS = 60_000  # log.flush.offset.checkpoint.interval.ms (recovery point, log start)
+LAG_TIME_MAX_MS = 30_000  # replica.lag.time.max.ms
+FETCH_ROUND_MS = 100
+TRUNCATION_RULES = ("hw", "kip101", "kip279")
+
+
+@dataclass
+class Size:
+    """How much data a scenario makes: the same scenario scales to benchmark sizes."""
+
+    brokers: int = 3
+    partitions: int = 1
+    records: int = 300
+    batch_records: int = 10
+    value_bytes: int = 100
+    segment_bytes: int = 16_384
+    index_interval_bytes: int = 1024
+    codec: str = "none"
+
+
+class Cluster:
+    """In-memory brokers, replicas and controller state; see the module docstring for the rules."""
+
+    def __init__(
+        self, brokers: list[int], *, seed: int = 0, truncation: str = "kip279", cluster_id: str = "SimCluster000000000001"
+    ):
+        if truncation not in TRUNCATION_RULES:
+            raise ValueError(f"truncation must be one of {TRUNCATION_RULES}")
+        self.rng = random.Random(seed)
+        self.seed = seed
+        self.truncation = truncation
+        self.cluster_id = cluster_id
+        self.brokers: dict[int, Broker] = {b: Broker(b) for b in brokers}
+        self.partitions: dict[tuple[str, int], PartitionState] = {}
+        self.replicas: dict[tuple[int, str, int], Replica] = {}
+        self.topic_ids: dict[str, str] = {}
+        self.now = 0  # ms since START_MS
+        self.events: list[dict] = []
+        self.ledger: list[dict] = []  # acknowledged records
+        self.ledger_failed: list[dict] = []  # sends never acknowledged
+        self.pending: list[PendingAck] = []
+        self.committed: dict[tuple[str, int], dict[int, tuple]] = {}  # offset -> content, once below a leader HW
+        self.compacted_away: dict[tuple[str, int], set[int]] = {}
+        self.aborted: dict[tuple[str, int], set[int]] = {}
+        self.damage: list[dict] = []  # byte-level mutations done at materialize time (torn write, index corruption)
+        self._last_hw_ckpt = 0
+        self._last_offset_ckpt = 0
+        self._seq = 0
+        self._pid_seq: dict[int, int] = {}
+        self.layouts: dict = {}  # (broker, topic, partition) -> PartitionLayout, after materialize
+
+    # ------------------------------------------------------------------ bookkeeping
+    def event(self, actor: str, action: str, **what) -> None:
+        self.events.append({"t_ms": self.now, "actor": actor, "action": action, **what})
+
+    def advance(self, ms: int) -> None:
+        """Move the clock; run the periodic checkpoints and ISR shrinks that fall due on the way."""
+        end = self.now + ms
+        while True:
+            nxt = min(self._last_hw_ckpt + HW_CHECKPOINT_MS, self._last_offset_ckpt + OFFSET_CHECKPOINT_MS)
+            if nxt > end:
+                break
+            self.now = nxt
+            if nxt == self._last_hw_ckpt + HW_CHECKPOINT_MS:
+                self._last_hw_ckpt = nxt
+                self.checkpoint(hw=True, offsets=False)
+            if nxt == self._last_offset_ckpt + OFFSET_CHECKPOINT_MS:
+                self._last_offset_ckpt = nxt
+                self.checkpoint(hw=False, offsets=True)
+        self.now = end
+        for part in self.partitions.values():
+            self._maybe_shrink_isr(part)
+
+    def replica(self, broker: int, topic: str, partition: int) -> Replica:
+        return self.replicas[(broker, topic, partition)]
+
+    def part(self, topic: str, partition: int) -> PartitionState:
+        return self.partitions[(topic, partition)]
+
+    def leader_replica(self, part: PartitionState) -> Replica | None:
+        if part.leader < 0 or not self.brokers[part.leader].alive:
+            return None
+        return self.replica(part.leader, part.topic, part.partition)
+
+    # ------------------------------------------------------------------ topics
+    def create_topic(self, topic: str, partitions: int, replication: int, *, min_isr: int = 1, compacted: bool = False) -> None:
+        ids = sorted(self.brokers)
+        self.topic_ids[topic] = (
+            "".join(self.rng.choice("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_") for _ in range(21)) + "A"
+        )
+        for p in range(partitions):
+            assigned = [ids[(p + i) % len(ids)] for i in range(replication)]
+            part = PartitionState(topic, p, assigned, min_isr=min_isr, compacted=compacted)
+            self.partitions[(topic, p)] = part
+            for b in assigned:
+                self.replicas[(b, topic, p)] = Replica(b, topic, p)
+            part.isr = list(assigned)
+            self.event(
+                "controller",
+                "create_partition",
+                topic=topic,
+                partition=p,
+                replicas=assigned,
+                min_isr=min_isr,
+                compacted=compacted,
+            )
+            self._make_leader(part, assigned[0], unclean=False, reason="create")
+
+    # ------------------------------------------------------------------ produce
+    def _new_records(self, n: int, key_fmt: str, value_bytes: int) -> list[SimRecord]:
+        out = []
+        for _ in range(n):
+            key = key_fmt.format(seq=self._seq).encode()
+            self._seq += 1
+            out.append(SimRecord(key, self.rng.randbytes(value_bytes), START_MS + self.now))
+        return out
+
+    def _ledger_rows(self, topic: str, partition: int, batch: SimBatch, acks: str, *, failed: str | None = None) -> list[dict]:
+        rows = []
+        for i, r in enumerate(batch.records):
+            ksha, vsha = r.content
+            row = {
+                "topic": topic,
+                "partition": partition,
+                "offset": None if failed else batch.base_offset + i,
+                "timestamp": r.timestamp,
+                "key": r.key.decode() if r.key else None,
+                "key_sha256": ksha,
+                "value_sha256": vsha,
+                "acks": acks,
+            }
+            if failed:
+                row["error"] = failed
+            rows.append(row)
+        return rows
+
+    def produce(
+        self,
+        topic: str,
+        partition: int,
+        n: int,
+        *,
+        acks: str = "all",
+        batch_records: int = 10,
+        value_bytes: int = 100,
+        key_fmt: str = "k-{seq}",
+        producer_id: int = -1,
+        transactional: bool = False,
+        keys: list[bytes] | None = None,
+    ) -> list[SimBatch]:
+        """Send ``n`` records in batches to the current leader; returns the batches appended."""
+        part = self.part(topic, partition)
+        appended = []
+        remaining = n
+        while remaining > 0:
+            k = min(batch_records, remaining)
+            remaining -= k
+            recs = self._new_records(k, key_fmt, value_bytes)
+            if keys is not None:
+                recs = [SimRecord(keys[(n - remaining - k + i) % len(keys)], r.value, r.timestamp) for i, r in enumerate(recs)]
+            leader = self.leader_replica(part)
+            probe = SimBatch(0, tuple(recs), part.epoch)
+            if leader is None:
+                self.ledger_failed += self._ledger_rows(
+                    topic, partition, probe, acks, failed="NOT_LEADER_OR_FOLLOWER: no live leader"
+                )
+                self.event("producer", "send_failed", topic=topic, partition=partition, records=k, error="no leader")
+                continue
+            if acks == "all" and len(part.isr) < part.min_isr:
+                self.ledger_failed += self._ledger_rows(topic, partition, probe, acks, failed="NOT_ENOUGH_REPLICAS")
+                self.event(
+                    "producer",
+                    "send_failed",
+                    topic=topic,
+                    partition=partition,
+                    records=k,
+                    error="NOT_ENOUGH_REPLICAS",
+                    isr=list(part.isr),
+                )
+                continue
+            seq = -1
+            if producer_id >= 0:
+                seq = self._pid_seq.get(producer_id, 0)
+                self._pid_seq[producer_id] = seq + k
+            batch = SimBatch(
+                leader.leo,
+                tuple(recs),
+                part.epoch,
+                producer_id=producer_id,
+                producer_epoch=0 if producer_id >= 0 else -1,
+                base_sequence=seq,
+                transactional=transactional,
+            )
+            leader.append(batch)
+            appended.append(batch)
+            self.event(
+                f"broker-{part.leader}",
+                "append",
+                topic=topic,
+                partition=partition,
+                first_offset=batch.base_offset,
+                last_offset=batch.last_offset,
+                epoch=part.epoch,
+                acks=acks,
+                transactional=transactional,
+            )
+            if acks in ("0", "1"):
+                if acks == "1":
+                    self.ledger += self._ledger_rows(topic, partition, batch, acks)
+                else:
+                    self.ledger_failed += self._ledger_rows(topic, partition, batch, acks, failed="acks=0: never acknowledged")
+            else:
+                self.pending.append(PendingAck(topic, partition, batch, part.epoch))
+            self._maybe_advance_hw(part)
+            self.advance(1)
+        return appended
+
+    def write_marker(self, topic: str, partition: int, producer_id: int, control: str) -> SimBatch:
+        """The transaction coordinator's COMMIT/ABORT marker: one offset, a control batch."""
+        part = self.part(topic, partition)
+        leader = self.leader_replica(part)
+        assert leader is not None
+        batch = SimBatch(
+            leader.leo,
+            (),
+            part.epoch,
+            producer_id=producer_id,
+            producer_epoch=0,
+            transactional=True,
+            control=control,
+            timestamp=START_MS + self.now,
+        )
+        if control == "abort":
+            txn = [
+                o
+                for b in leader.batches
+                if b.producer_id == producer_id and b.transactional and not b.control
+                for o in b.offsets()
+                if o >= self._txn_start(leader, producer_id)
+            ]
+            self.aborted.setdefault(part.tp, set()).update(txn)
+        leader.append(batch)
+        self.event(
+            f"broker-{part.leader}",
+            "append_marker",
+            topic=topic,
+            partition=partition,
+            offset=batch.base_offset,
+            control=control,
+            producer_id=producer_id,
+        )
+        self._maybe_advance_hw(part)
+        return batch
+
+    @staticmethod
+    def _txn_start(log: Replica, producer_id: int) -> int:
+        """First offset of the producer's open transaction: after its last marker."""
+        start = 0
+        for b in log.batches:
+            if b.producer_id == producer_id and b.control:
+                start = b.next_offset
+        return start
+
+    # ------------------------------------------------------------------ replication
+    def fetch(
+        self, rounds: int = 1, *, topic: str | None = None, only: list[int] | None = None, max_batches: int | None = None
+    ) -> None:
+        """``rounds`` fetch rounds: every live follower (or those in ``only``) fetches once from its leader."""
+        for _ in range(rounds):
+            for part in self.partitions.values():
+                if topic is not None and part.topic != topic:
+                    continue
+                for f in part.replicas:
+                    if f == part.leader or not self.brokers[f].alive or (only is not None and f not in only):
+                        continue
+                    self._fetch_once(part, f, max_batches)
+            self.advance(FETCH_ROUND_MS)
+
+    def _fetch_once(self, part: PartitionState, f: int, max_batches: int | None) -> None:
+        leader = self.leader_replica(part)
+        if leader is None:
+            return
+        fol = self.replica(f, part.topic, part.partition)
+        if fol.leo > leader.leo:  # ReplicaFetcherThread.handleOffsetOutOfRange
+            self._truncate(fol, leader.leo, part, reason="fetch offset out of range: truncate to the leader's LEO")
+        offset = fol.leo
+        # the leader reads the log and its HW first (Partition.fetchRecords -> readFromLocalLog) ...
+        resp_hw, resp_log_start = leader.hw, leader.log_start
+        batches = [b for b in leader.batches if b.last_offset >= offset]
+        if max_batches is not None:
+            batches = batches[:max_batches]
+        # ... then records the fetch offset as the follower's LEO (updateFollowerFetchState)
+        part.remote_leo[f] = offset
+        if offset >= leader.leo:
+            part.caught_up_ms[f] = self.now
+        epoch_start = next((s for e, s in leader.epochs if e == part.epoch), 0)
+        if f not in part.isr and offset >= leader.hw and offset >= epoch_start:
+            part.isr.append(f)
+            self.event(
+                f"broker-{part.leader}", "isr_expand", topic=part.topic, partition=part.partition, isr=list(part.isr), broker=f
+            )
+        self._maybe_advance_hw(part)
+        for b in batches:
+            fol.assign_epoch(b.epoch, b.base_offset)
+            fol.append(b)
+        fol.hw = min(resp_hw, fol.leo)
+        fol.log_start = max(fol.log_start, min(resp_log_start, fol.hw))
+        if batches:
+            self.event(
+                f"broker-{f}",
+                "fetched",
+                topic=part.topic,
+                partition=part.partition,
+                first_offset=batches[0].base_offset,
+                last_offset=batches[-1].last_offset,
+                hw=fol.hw,
+            )
+
+    def _maybe_advance_hw(self, part: PartitionState) -> None:
+        leader = self.leader_replica(part)
+        if leader is None:
+            return
+        leos = [leader.leo] + [part.remote_leo.get(b) for b in part.isr if b != part.leader]
+        if any(v is None for v in leos):
+            return
+        new = min(leos)
+        if new <= leader.hw:
+            return
+        leader.hw = new
+        self.event(f"broker-{part.leader}", "hw", topic=part.topic, partition=part.partition, hw=new, isr=list(part.isr))
+        if new > part.committed:
+            done = self.committed.setdefault(part.tp, {})
+            for b in reversed(leader.batches):
+                if b.last_offset < part.committed:
+                    break
+                for off, r in zip(b.offsets(), b.records):
+                    if part.committed <= off < new:
+                        done.setdefault(off, r.content)
+            part.committed = new
+        still = []
+        for p in self.pending:
+            if p.topic == part.topic and p.partition == part.partition and p.batch.next_offset <= new:
+                self.ledger += self._ledger_rows(p.topic, p.partition, p.batch, "all")
+                self.event(
+                    f"broker-{part.leader}",
+                    "ack",
+                    topic=p.topic,
+                    partition=p.partition,
+                    first_offset=p.batch.base_offset,
+                    last_offset=p.batch.last_offset,
+                    acks="all",
+                )
+            else:
+                still.append(p)
+        self.pending = still
+
+    def _fail_pending(self, part: PartitionState, error: str) -> None:
+        still = []
+        for p in self.pending:
+            if (p.topic, p.partition) == part.tp:
+                self.ledger_failed += self._ledger_rows(p.topic, p.partition, p.batch, "all", failed=error)
+                self.event(
+                    "producer",
+                    "send_failed",
+                    topic=p.topic,
+                    partition=p.partition,
+                    first_offset=p.batch.base_offset,
+                    last_offset=p.batch.last_offset,
+                    error=error,
+                )
+            else:
+                still.append(p)
+        self.pending = still
+
+    def _maybe_shrink_isr(self, part: PartitionState) -> None:
+        leader = self.leader_replica(part)
+        if leader is None:
+            return
+        out = [
+            f
+            for f in part.isr
+            if f != part.leader
+            and self.now - part.caught_up_ms.get(f, self.now) > LAG_TIME_MAX_MS
+            and (part.remote_leo.get(f) or 0) < leader.leo
+        ]
+        if out:
+            part.isr = [b for b in part.isr if b not in out]
+            self.event(
+                f"broker-{part.leader}", "isr_shrink", topic=part.topic, partition=part.partition, isr=list(part.isr), removed=out
+            )
+            self._maybe_advance_hw(part)
+
+    # ------------------------------------------------------------------ checkpoints, log start, compaction
+    def checkpoint(self, *, hw: bool = True, offsets: bool = True, brokers: list[int] | None = None) -> None:
+        """Flush the HW (replication-offset-checkpoint) and/or recovery point + log start of live brokers."""
+        for (b, _, _), rep in self.replicas.items():
+            if not self.brokers[b].alive or (brokers is not None and b not in brokers):
+                continue
+            if hw:
+                rep.ckpt_hw = rep.hw
+            if offsets:
+                rep.ckpt_recovery = rep.leo
+                rep.ckpt_log_start = rep.log_start
+        self.event(
+            "scheduler",
+            "checkpoint",
+            hw=hw,
+            offsets=offsets,
+            brokers=brokers or sorted(b for b in self.brokers if self.brokers[b].alive),
+        )
+
+    def delete_records(self, topic: str, partition: int, offset: int) -> None:
+        """AdminClient.deleteRecords: the leader moves its log start; followers follow on fetch."""
+        part = self.part(topic, partition)
+        leader = self.leader_replica(part)
+        assert leader is not None and offset <= leader.hw
+        leader.log_start = max(leader.log_start, offset)
+        self.event(f"broker-{part.leader}", "delete_records", topic=topic, partition=partition, log_start=leader.log_start)
+
+    def retention(self, topic: str, partition: int, before: int) -> None:
+        """Retention on every replica: whole leading batches (standing for segments) below ``before`` are
+        deleted and the log start moves to the first one left."""
+        for rep in self._replicas_of(topic, partition):
+            keep = [b for b in rep.batches if b.last_offset >= before or b.last_offset >= rep.hw]
+            if keep and keep[0].base_offset > rep.log_start:
+                rep.batches = keep
+                rep.log_start = keep[0].base_offset
+            self.event(f"broker-{rep.broker}", "retention", topic=topic, partition=partition, log_start=rep.log_start)
+
+    def compact(self, topic: str, partition: int, *, upto: int) -> None:
+        """The log cleaner on every replica: below ``upto`` (standing for the cleanable, non-active
+        segments), drop every single-record batch whose key a later offset rewrote."""
+        gone = self.compacted_away.setdefault((topic, partition), set())
+        for rep in self._replicas_of(topic, partition):
+            last_of_key: dict[bytes | None, int] = {}
+            for b in rep.batches:
+                for off, r in zip(b.offsets(), b.records):
+                    last_of_key[r.key] = off
+            kept = []
+            for b in rep.batches:
+                if (
+                    b.next_offset <= upto
+                    and not b.control
+                    and b.records
+                    and all(last_of_key[r.key] != off for off, r in zip(b.offsets(), b.records))
+                ):
+                    gone.update(b.offsets())
+                    continue
+                kept.append(b)
+            rep.batches = kept
+            rep.cleaner_offset = upto
+            self.event(f"broker-{rep.broker}", "compact", topic=topic, partition=partition, cleaned_up_to=upto)
+
+    def _replicas_of(self, topic: str, partition: int) -> list[Replica]:
+        return [self.replica(b, topic, partition) for b in self.part(topic, partition).replicas]
+
+    # ------------------------------------------------------------------ brokers
+    def crash(self, b: int) -> None:
+        """kill -9: page cache survives (the log bytes stay), checkpoints stay as last flushed, no marker."""
+        self.brokers[b].alive = False
+        self.brokers[b].crashed = True
+        self.brokers[b].clean_marker = False
+        self.event(f"broker-{b}", "kill9")
+        self._leader_lost(b)
+
+    def stop(self, b: int) -> None:
+        """Controlled shutdown: leadership moves away first, checkpoints are flushed, marker written."""
+        for part in self.partitions.values():
+            if b in part.isr and len(part.isr) > 1:
+                part.isr = [x for x in part.isr if x != b]
+        self._leader_lost(b, error="controlled shutdown")
+        self.checkpoint(brokers=[b])
+        self.brokers[b].alive = False
+        self.brokers[b].crashed = False
+        self.brokers[b].clean_marker = True
+        self.event(f"broker-{b}", "clean_shutdown")
+
+    def _leader_lost(self, b: int, error: str = "leader died") -> None:
+        for part in self.partitions.values():
+            if part.leader != b:
+                continue
+            self._fail_pending(part, f"NOT_LEADER_OR_FOLLOWER: {error}")
+            cand = [x for x in part.replicas if x in part.isr and x != b and self.brokers[x].alive]
+            if cand:
+                part.isr = [x for x in part.isr if x != b]
+                self._make_leader(part, cand[0], unclean=False, reason=error)
+            else:
+                part.leader = -1
+                self.event("controller", "offline", topic=part.topic, partition=part.partition, isr=list(part.isr))
+
+    def restart(self, b: int) -> None:
+        """Start a stopped broker: HW from its checkpoint, then lead (if the partition is offline and it
+        is in the ISR) or follow, truncating by the cluster's rule."""
+        br = self.brokers[b]
+        br.alive, br.clean_marker = True, False
+        self.event(f"broker-{b}", "start", after="kill9" if br.crashed else "clean_shutdown")
+        br.crashed = False
+        for part in self.partitions.values():
+            if b not in part.replicas:
+                continue
+            rep = self.replica(b, part.topic, part.partition)
+            rep.hw = min(rep.ckpt_hw or 0, rep.leo)
+            if part.leader < 0 and b in part.isr:
+                self._make_leader(part, b, unclean=False, reason="ISR member came back")
+            elif part.leader >= 0:
+                self._become_follower(part, rep)
+
+    def elect(self, topic: str, partition: int, leader: int, *, unclean: bool = False) -> None:
+        """An explicit election (kafka-leader-election; unclean = --election-type unclean)."""
+        part = self.part(topic, partition)
+        if not unclean and leader not in part.isr:
+            raise ValueError(f"broker {leader} is not in the ISR {part.isr}: a clean election cannot pick it")
+        self._fail_pending(part, "NOT_LEADER_OR_FOLLOWER: new leader")
+        self._make_leader(part, leader, unclean=unclean and leader not in part.isr, reason="election")
+
+    def _make_leader(self, part: PartitionState, b: int, *, unclean: bool, reason: str) -> None:
+        if reason != "create":
+            part.epoch += 1
+        rep = self.replica(b, part.topic, part.partition)
+        committed_before = part.committed
+        part.leader = b
+        if unclean:
+            part.isr = [b]
+        rep.assign_epoch(part.epoch, rep.leo)
+        part.remote_leo = {f: None for f in part.replicas if f != b}
+        part.caught_up_ms = {f: self.now for f in part.isr if f != b}
+        self.event(
+            "controller",
+            "leader",
+            topic=part.topic,
+            partition=part.partition,
+            leader=b,
+            epoch=part.epoch,
+            epoch_start_offset=rep.leo,
+            isr=list(part.isr),
+            unclean=unclean,
+            reason=reason,
+            committed_before=committed_before,
+        )
+        for f in part.replicas:
+            if f != b and self.brokers[f].alive:
+                self._become_follower(part, self.replica(f, part.topic, part.partition))
+        self._maybe_advance_hw(part)
+
+    def _become_follower(self, part: PartitionState, fol: Replica) -> None:
+        leader = self.leader_replica(part)
+        if leader is None or leader is fol:
+            return
+        target = self._truncation_offset(fol, leader)
+        if target < fol.leo:
+            self._truncate(fol, target, part, reason=f"become follower ({self.truncation})")
+        if fol.leo > leader.leo:  # the first fetch is out of range (ReplicaFetcherThread.handleOffsetOutOfRange)
+            self._truncate(fol, leader.leo, part, reason="fetch offset out of range: truncate to the leader's LEO")
+
+    def _truncation_offset(self, fol: Replica, leader: Replica) -> int:
+        if self.truncation == "hw" or fol.latest_epoch == UNDEFINED_EPOCH:
+            return min(fol.hw, fol.leo)
+        if self.truncation == "kip101":
+            e = fol.latest_epoch  # the leader answers the start of the first epoch > e, or its LEO
+            if e >= leader.latest_epoch:
+                end = leader.leo
+            else:
+                later = [s for le, s in leader.epochs if le > e]
+                end = later[0] if later else leader.leo
+            return min(end, fol.leo)
+        ask = fol.latest_epoch
+        limit = fol.leo
+        while True:  # AbstractFetcherThread.getOffsetTruncationState, repeated until completed
+            l_epoch, l_end = leader.end_offset_for(ask)
+            if l_epoch == UNDEFINED_EPOCH:
+                return min(fol.hw, limit)
+            f_epoch, f_end = fol.end_offset_for(l_epoch)
+            if f_epoch == l_epoch:
+                return min(l_end, f_end, limit)
+            if f_epoch == UNDEFINED_EPOCH:
+                return min(fol.hw, limit)
+            limit = min(f_end, limit)
+            ask = f_epoch
+
+    def _truncate(self, rep: Replica, offset: int, part: PartitionState, *, reason: str) -> None:
+        old_leo = rep.leo
+        # the highest HW this replica knew or any replica had checkpointed: offsets below it were committed on record
+        hw_bound = max([rep.hw] + [r.ckpt_hw for r in self._replicas_of(rep.topic, rep.partition) if r.ckpt_hw is not None])
+        removed = rep.truncate_to(offset)
+        self.event(
+            f"broker-{rep.broker}",
+            "truncate",
+            topic=rep.topic,
+            partition=rep.partition,
+            from_leo=old_leo,
+            to=rep.leo,
+            records=sum(b.count for b in removed),
+            committed=part.committed,
+            hw_bound=hw_bound,
+            reason=reason,
+        )
+
+    def tear(self, b: int, topic: str, partition: int) -> SimBatch:
+        """Crash in the middle of appending the last batch: the model forgets it (nothing can read it),
+        materialize writes half of its bytes."""
+        rep = self.replica(b, topic, partition)
+        batch = rep.batches[-1]
+        rep.truncate_to(batch.base_offset)
+        self.damage.append({"kind": "torn_tail", "broker": b, "topic": topic, "partition": partition, "batch": batch})
+        self.event(
+            f"broker-{b}",
+            "torn_append",
+            topic=topic,
+            partition=partition,
+            first_offset=batch.base_offset,
+            last_offset=batch.last_offset,
+        )
+        return batch
+
+    def corrupt_index(self, b: int, topic: str, partition: int) -> None:
+        """A bit-rotted or badly copied offset index: applied to the files by materialize."""
+        self.damage.append({"kind": "index_mismatch", "broker": b, "topic": topic, "partition": partition})
+        self.event(f"broker-{b}", "index_corruption", topic=topic, partition=partition)
+
+    def collect(self) -> None:
+        """Stop every live broker cleanly before the directories are copied (crashed ones stay as they are)."""
+        for b, br in sorted(self.brokers.items()):
+            if br.alive:
+                self.checkpoint(brokers=[b])
+                br.alive, br.clean_marker = False, True
+                self.event(f"broker-{b}", "clean_shutdown")

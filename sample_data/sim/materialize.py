@@ -1,0 +1,151 @@
+"""Write a simulated cluster to disk as broker directories (``broker-<id>/``), with the byte-exact
+writer in ``sample_data.writer``, then do the byte-level damage the scenario asked for.
+
+What goes to disk is what a broker would have left: the log as held in memory (a kill -9 keeps
+the page cache), checkpoint files as **last flushed** (stale after a crash), the leader-epoch
+cache (flushed on every change), no ``.kafka_cleanshutdown`` and zero-padded active-segment
+indexes for a crashed broker.
+"""
+
+from __future__ import annotations
+
+import uuid
+from pathlib import Path
+
+from sample_data.writer.indexes import OFFSET_ENTRY_SIZE, TIME_ENTRY_SIZE
+from sample_data.writer.log import LogConfig, PartitionLayout, PartitionSpec, write_broker_dir
+from sample_data.writer.records import BatchSpec, Record
+
+from .cluster import Cluster, Size
+from .model import Replica, SimBatch
+
+
+def batch_spec(b: SimBatch, codec: str) -> BatchSpec:
+    if b.control:
+        return BatchSpec(
+            b.base_offset,
+            (),
+            b.epoch,
+            producer_id=b.producer_id,
+            producer_epoch=b.producer_epoch,
+            is_transactional=True,
+            control=b.control,
+            coordinator_epoch=b.coordinator_epoch,
+            max_timestamp=b.timestamp,
+        )
+    return BatchSpec(
+        b.base_offset,
+        tuple(Record(r.key, r.value, r.timestamp) for r in b.records),
+        b.epoch,
+        codec=codec,
+        producer_id=b.producer_id,
+        producer_epoch=b.producer_epoch,
+        base_sequence=b.base_sequence,
+        is_transactional=b.transactional,
+    )
+
+
+def _epochs_from_start(epochs: list[tuple[int, int]], log_start: int) -> list[tuple[int, int]]:
+    """LeaderEpochFileCache.truncateFromStart: the epoch holding the log start now starts there."""
+    below = [e for e in epochs if e[1] <= log_start]
+    return ([(below[-1][0], log_start)] if below else []) + [e for e in epochs if e[1] > log_start]
+
+
+def _uuid(seed: int, name: str) -> str:
+    """A reproducible Kafka Uuid in its base64url form (22 chars)."""
+    import base64
+
+    raw = uuid.uuid5(uuid.NAMESPACE_OID, f"{seed}:{name}").bytes
+    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+
+def materialize(cluster: Cluster, out_dir: Path, size: Size) -> list[dict]:
+    """Write every broker dir under ``out_dir``; returns the parser problems the damage must cause
+    (``path`` relative to ``out_dir``, ``position``, ``kind``, ``detail``)."""
+    out_dir = Path(out_dir)
+    config = LogConfig(segment_bytes=size.segment_bytes, index_interval_bytes=size.index_interval_bytes)
+    torn = {(d["broker"], d["topic"], d["partition"]): d for d in cluster.damage if d["kind"] == "torn_tail"}
+    layouts: dict[tuple[int, str, int], PartitionLayout] = {}
+    for b, broker in sorted(cluster.brokers.items()):
+        reps: list[Replica] = [r for (rb, _, _), r in sorted(cluster.replicas.items()) if rb == b]
+        parts = {}
+        for r in reps:
+            batches = list(r.batches)
+            if (b, r.topic, r.partition) in torn:
+                batches.append(torn[(b, r.topic, r.partition)]["batch"])
+            first = batches[0].base_offset if batches else r.log_start
+            parts[r.tp] = PartitionSpec(
+                [batch_spec(x, size.codec) for x in batches],
+                config,
+                topic_id=cluster.topic_ids[r.topic],
+                log_start_offset=r.log_start if r.log_start > first else None,
+                leader_epochs=_epochs_from_start(r.epochs, r.log_start),
+            )
+        written = write_broker_dir(
+            out_dir / f"broker-{b}",
+            b,
+            cluster.cluster_id,
+            directory_id=_uuid(cluster.seed, f"dir-{b}"),
+            partitions=parts,
+            hw={r.tp: r.ckpt_hw for r in reps if r.ckpt_hw is not None},
+            recovery_points={r.tp: r.ckpt_recovery for r in reps if r.ckpt_recovery is not None},
+            log_starts={
+                r.tp: r.ckpt_log_start
+                for r in reps
+                if r.ckpt_log_start is not None and r.batches and r.ckpt_log_start > r.batches[0].base_offset
+            },
+            cleaner={r.tp: r.cleaner_offset for r in reps if r.cleaner_offset is not None} or None,
+            clean_shutdown=broker.clean_marker,
+        )
+        for tp, lay in written.items():
+            layouts[(b, *tp)] = lay
+    cluster.layouts = layouts
+    problems = []
+    for d in cluster.damage:
+        lay = layouts[(d["broker"], d["topic"], d["partition"])]
+        if d["kind"] == "torn_tail":
+            problems.append(_tear(lay, out_dir))
+        elif d["kind"] == "index_mismatch":
+            problems.append(_corrupt_index(lay, out_dir))
+    return problems
+
+
+def _tear(lay: PartitionLayout, root: Path) -> dict:
+    """Crash mid-append: keep half of the last batch; its index entries were never written."""
+    loc = lay.batches[-1]
+    keep = max(12, loc.size // 2)
+    with open(loc.path, "r+b") as f:
+        f.truncate(loc.position + keep)
+    seg = next(s for s in lay.segments if s.base_offset == loc.segment_base_offset)
+    for path, entries, width, match in (
+        (seg.index_path, seg.index_entries, OFFSET_ENTRY_SIZE, lambda e: e[1] == loc.position),
+        (seg.time_index_path, seg.time_index_entries, TIME_ENTRY_SIZE, lambda e: loc.base_offset <= e[1] <= loc.last_offset),
+    ):
+        for slot, e in enumerate(entries):
+            if match(e):
+                with open(path, "r+b") as f:
+                    f.seek(slot * width)
+                    f.write(bytes(width * (len(entries) - slot)))
+                break
+    return {
+        "path": str(loc.path.relative_to(root)),
+        "position": loc.position,
+        "kind": "torn_tail",
+        "detail": f"batch {loc.base_offset}..{loc.last_offset} cut to {keep} of {loc.size} bytes",
+    }
+
+
+def _corrupt_index(lay: PartitionLayout, root: Path) -> dict:
+    """Overwrite offset-index entry 1 of the first segment with two real entries so that its offset
+    repeats entry 0's: OffsetIndex.append would never write that."""
+    seg = next(s for s in lay.segments if not s.deleted and len(s.index_entries) >= 2)
+    (o0, _), _ = seg.index_entries[0], seg.index_entries[1]
+    with open(seg.index_path, "r+b") as f:
+        f.seek(OFFSET_ENTRY_SIZE)
+        f.write((o0 - seg.base_offset).to_bytes(4, "big"))
+    return {
+        "path": str(seg.index_path.relative_to(root)),
+        "position": OFFSET_ENTRY_SIZE,
+        "kind": "index_mismatch",
+        "detail": f"entry 1 offset set to entry 0's ({o0})",
+    }

@@ -1,0 +1,343 @@
+"""Ground truth for a simulated incident, derived from the event log and the final model state.
+
+The findings are what an ideal analyzer reports, in the contract's shape (``kind, severity,
+topic, partition, brokers, first_offset, last_offset, records, ...``), plus two helper fields
+for whoever writes detection jobs: ``evidence_sources`` (``files`` = visible in the broker
+dirs alone, ``ledger`` = needs ledger.jsonl, ``event_log`` = only the simulator knows it, like
+a server log line) and, for losses, ``salvage_brokers``.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable
+
+from .cluster import Cluster
+from .model import Replica
+
+MARKER = ("control", "control")
+
+
+def _content_map(rep: Replica) -> dict[int, tuple]:
+    """{offset: content} of the offsets a replica holds at or above its log start."""
+    out = {}
+    for off, (b, r) in rep.record_at().items():
+        if off >= rep.log_start:
+            out[off] = (MARKER[0], b.control) if r is None else r.content
+    return out
+
+
+def _ranges(offsets: Iterable[int]) -> list[tuple[int, int]]:
+    out: list[list[int]] = []
+    for o in sorted(set(offsets)):
+        if out and o == out[-1][1] + 1:
+            out[-1][1] = o
+        else:
+            out.append([o, o])
+    return [(a, b) for a, b in out]
+
+
+def surviving_replica(cluster: Cluster, topic: str, partition: int) -> Replica:
+    """The replica carrying the latest leader epoch: the lineage every other replica will truncate to."""
+    part = cluster.part(topic, partition)
+    reps = [cluster.replica(b, topic, partition) for b in part.replicas]
+    return max(reps, key=lambda r: (r.latest_epoch, r.broker == part.leader, r.leo))
+
+
+def _finding(kind: str, severity: str, topic, partition, brokers, first, last, records, explanation: str, **extra) -> dict:
+    return {
+        "kind": kind,
+        "severity": severity,
+        "topic": topic,
+        "partition": partition,
+        "brokers": sorted(brokers),
+        "first_offset": first,
+        "last_offset": last,
+        "records": records,
+        **extra,
+        "explanation": explanation,
+    }
+
+
+def unclean_shutdowns(cluster: Cluster) -> list[dict]:
+    return [
+        _finding(
+            "unclean_shutdown",
+            "info",
+            None,
+            None,
+            [b],
+            None,
+            None,
+            None,
+            f"broker {b} was killed (kill -9) and not restarted: no .kafka_cleanshutdown, checkpoints as last flushed, "
+            "active-segment indexes left at their preallocated size",
+            evidence_sources=["files"],
+        )
+        for b, br in sorted(cluster.brokers.items())
+        if br.crashed
+    ]
+
+
+def unclean_elections(cluster: Cluster) -> list[dict]:
+    out = []
+    for e in cluster.events:
+        if e["action"] != "leader" or not e["unclean"]:
+            continue
+        start, committed = e["epoch_start_offset"], e["committed_before"]
+        lost = max(0, committed - start)
+        out.append(
+            _finding(
+                "unclean_leader_election",
+                "error" if lost else "warning",
+                e["topic"],
+                e["partition"],
+                [e["leader"]],
+                start,
+                committed - 1 if lost else None,
+                lost,
+                f"broker {e['leader']} was elected leader for epoch {e['epoch']} from outside the ISR; its log ended at {start}, "
+                f"below the committed offset {committed}"
+                if lost
+                else f"broker {e['leader']} was elected from outside the ISR",
+                leader_epochs=[e["epoch"]],
+                time_ms=e["t_ms"],
+                evidence_sources=["event_log", "files"] if lost else ["event_log"],
+            )
+        )
+    return out
+
+
+def acked_data_loss(cluster: Cluster) -> list[dict]:
+    """Acked (ledger) or committed (once below a leader's HW) records the surviving log does not hold
+    with their content; below-log-start, compacted and aborted offsets are not losses."""
+    out = []
+    by_tp: dict[tuple[str, int], set[tuple[int, tuple, str]]] = defaultdict(set)
+    for row in cluster.ledger:
+        by_tp[(row["topic"], row["partition"])].add((row["offset"], (row["key_sha256"], row["value_sha256"]), row["acks"]))
+    for tp, done in cluster.committed.items():
+        for off, content in done.items():
+            by_tp[tp].add((off, content, "committed"))
+    for (topic, p), wanted in sorted(by_tp.items()):
+        surv = surviving_replica(cluster, topic, p)
+        held = _content_map(surv)
+        excluded = cluster.compacted_away.get((topic, p), set()) | cluster.aborted.get((topic, p), set())
+        lost: dict[tuple[int, tuple], set[str]] = defaultdict(set)
+        for off, content, acks in wanted:
+            if off < surv.log_start or off in excluded or held.get(off) == content:
+                continue
+            lost[(off, content)].add(acks)
+        if not lost:
+            continue
+        others = {r.broker: _content_map(r) for r in (cluster.replica(b, topic, p) for b in cluster.part(topic, p).replicas)}
+        for first, last in _ranges(off for off, _ in lost):
+            keys = [k for k in lost if first <= k[0] <= last]
+            salvage = sorted(b for b, m in others.items() if b != surv.broker and all(m.get(o) == c for o, c in keys))
+            acks = sorted({a for k in keys for a in lost[k]} - {"committed"}) or ["committed"]
+            out.append(
+                _finding(
+                    "acked_data_loss",
+                    "error",
+                    topic,
+                    p,
+                    [surv.broker, *salvage],
+                    first,
+                    last,
+                    len(keys),
+                    f"{len(keys)} acknowledged/committed records at offsets {first}..{last} are not in the surviving log "
+                    f"(broker {surv.broker}, latest leader epoch {surv.latest_epoch})"
+                    + (
+                        f"; still readable on broker(s) {salvage}, which will truncate them"
+                        if salvage
+                        else "; no replica holds them"
+                    ),
+                    acks=acks,
+                    salvage_brokers=salvage,
+                    surviving_broker=surv.broker,
+                    evidence_sources=["ledger", "files"] if salvage else ["ledger"],
+                )
+            )
+    return out
+
+
+def replica_divergence(cluster: Cluster) -> list[dict]:
+    """Offsets held by several replicas with different content, as contiguous ranges."""
+    out = []
+    for (topic, p), part in sorted(cluster.partitions.items()):
+        maps = {b: _content_map(cluster.replica(b, topic, p)) for b in part.replicas}
+        epochs = {b: {o: bt.epoch for o, (bt, _) in cluster.replica(b, topic, p).record_at().items()} for b in part.replicas}
+        diverged: dict[int, frozenset[int]] = {}
+        for off in sorted(set().union(*maps.values())):
+            holders = {b: m[off] for b, m in maps.items() if off in m}
+            if len(set(holders.values())) > 1:
+                diverged[off] = frozenset(holders)
+        runs: list[list] = []
+        for off, who in diverged.items():
+            if runs and off == runs[-1][1] + 1 and who == runs[-1][2]:
+                runs[-1][1] = off
+            else:
+                runs.append([off, off, who])
+        for first, last, who in runs:
+            eps = sorted({epochs[b][o] for b in who for o in range(first, last + 1)})
+            out.append(
+                _finding(
+                    "replica_divergence",
+                    "error",
+                    topic,
+                    p,
+                    who,
+                    first,
+                    last,
+                    last - first + 1,
+                    f"brokers {sorted(who)} hold different records at offsets {first}..{last} (leader epochs {eps})",
+                    leader_epochs=eps,
+                    evidence_sources=["files"],
+                )
+            )
+    return out
+
+
+def truncations_below_hw(cluster: Cluster) -> list[dict]:
+    out = []
+    for e in cluster.events:
+        if e["action"] == "truncate" and e["to"] < e["hw_bound"]:
+            last = min(e["from_leo"], e["hw_bound"]) - 1
+            out.append(
+                _finding(
+                    "truncation_below_hw",
+                    "warning",
+                    e["topic"],
+                    e["partition"],
+                    [int(e["actor"].split("-")[1])],
+                    e["to"],
+                    last,
+                    last - e["to"] + 1,
+                    f"{e['actor']} truncated its log from {e['from_leo']} to {e['to']}, below the high watermark {e['hw_bound']} "
+                    f"it knew or a replica had checkpointed ({e['reason']})",
+                    time_ms=e["t_ms"],
+                    status="happened",
+                    evidence_sources=["event_log"],
+                )
+            )
+    return out
+
+
+def damage_findings(problems: list[dict]) -> list[dict]:
+    out = []
+    for pr in problems:
+        broker = int(pr["path"].split("/")[0].split("-")[1])
+        topic, _, part = pr["path"].split("/")[1].rpartition("-")
+        out.append(
+            _finding(
+                pr["kind"],
+                "error",
+                topic,
+                int(part),
+                [broker],
+                None,
+                None,
+                None,
+                pr["detail"],
+                evidence=[{"broker": broker, "path": pr["path"], "position": pr["position"], "detail": pr["detail"]}],
+                evidence_sources=["files"],
+            )
+        )
+    return out
+
+
+def expected_findings(cluster: Cluster, problems: list[dict]) -> list[dict]:
+    return (
+        damage_findings(problems)
+        + replica_divergence(cluster)
+        + acked_data_loss(cluster)
+        + truncations_below_hw(cluster)
+        + unclean_elections(cluster)
+        + unclean_shutdowns(cluster)
+    )
+
+
+def must_not_report(cluster: Cluster, findings: list[dict]) -> list[dict]:
+    """The benign differences present in this data set, each with why it is not a finding."""
+    kinds = {(f["kind"], f["topic"], f["partition"]) for f in findings}
+    out = []
+
+    def add(kind, topic, p, why):
+        if (kind, topic, p) not in kinds and {"kind": kind, "topic": topic, "partition": p, "why": why} not in out:
+            out.append({"kind": kind, "topic": topic, "partition": p, "why": why})
+
+    for (topic, p), part in sorted(cluster.partitions.items()):
+        reps = [cluster.replica(b, topic, p) for b in part.replicas]
+        if any(r.ckpt_hw is not None and r.ckpt_hw < r.leo for r in reps):
+            add(
+                "checkpoint_inconsistent",
+                topic,
+                p,
+                "a HW checkpoint below the LEO lags by design (flushed every 5 s, followers learn the HW a fetch late)",
+            )
+        if len({r.leo for r in reps}) > 1:
+            add(
+                "truncation_below_hw",
+                topic,
+                p,
+                "a follower's LEO behind the leader's above the HW is replication lag, not truncation",
+            )
+        if len({tuple(r.epochs) for r in reps}) > 1:
+            add(
+                "leader_epoch_conflict",
+                topic,
+                p,
+                "leader-epoch-checkpoint entries differ only for epochs that hold no records (a leader assigns its epoch before appending)",
+            )
+        if cluster.compacted_away.get((topic, p)):
+            add("offset_gap", topic, p, "offsets removed by the log cleaner in a compacted topic")
+            add("acked_data_loss", topic, p, "acked records removed by compaction (a later record has the same key)")
+        if cluster.aborted.get((topic, p)):
+            add("acked_data_loss", topic, p, "records inside an aborted transaction, though the producer saw them acked")
+            add("hanging_transaction", topic, p, "every transaction ends with a COMMIT or ABORT marker")
+        if any(b.control for r in reps for b in r.batches):
+            add("offset_gap", topic, p, "offsets taken by transaction markers hold no data records")
+        if any(r.log_start > 0 for r in reps):
+            add("acked_data_loss", topic, p, "records below the log start offset were removed by retention or deleteRecords")
+            add("log_start_divergence", topic, p, "log start moved by retention or deleteRecords, consistently across replicas")
+        if any(r.batches and r.batches[0].base_offset < r.log_start for r in reps):
+            add("segment_gap", topic, p, "records still on disk below the log start offset (deleteRecords) are not live data")
+        if not any(f["kind"] == "replica_divergence" and f["topic"] == topic and f["partition"] == p for f in findings):
+            add("replica_divergence", topic, p, "replicas hold the same records wherever they overlap")
+        if any(cluster.brokers[b].crashed for b in part.replicas):
+            add(
+                "index_mismatch",
+                topic,
+                p,
+                "a crashed broker's active-segment indexes are preallocated and zero-padded: part of unclean_shutdown",
+            )
+    failed = {(r["topic"], r["partition"]) for r in cluster.ledger_failed}
+    for topic, p in sorted(failed):
+        add("acked_data_loss", topic, p, "unacknowledged sends (ledger_failed.jsonl) are never lost data")
+    if not any(br.crashed for br in cluster.brokers.values()):
+        add("unclean_shutdown", None, None, "every broker stopped cleanly (.kafka_cleanshutdown present)")
+    return out
+
+
+def replica_summary(cluster: Cluster) -> dict:
+    out: dict[str, dict] = {}
+    for (b, topic, p), r in sorted(cluster.replicas.items()):
+        by_epoch: dict[int, list[int]] = {}
+        for bt in r.batches:
+            lo_hi = by_epoch.setdefault(bt.epoch, [bt.base_offset, bt.last_offset])
+            lo_hi[1] = bt.last_offset
+        out.setdefault(f"broker-{b}", {"clean_shutdown_marker": cluster.brokers[b].clean_marker, "partitions": {}})["partitions"][
+            f"{topic}-{p}"
+        ] = {
+            "leo": r.leo,
+            "hw": r.hw,
+            "hw_checkpoint": r.ckpt_hw,
+            "recovery_point": r.ckpt_recovery,
+            "log_start": r.log_start,
+            "log_start_checkpoint": r.ckpt_log_start,
+            "cleaner_offset": r.cleaner_offset,
+            "first_offset": r.batches[0].base_offset if r.batches else None,
+            "leader_epoch_checkpoint": [list(e) for e in r.epochs],
+            "batch_epoch_ranges": {str(k): v for k, v in by_epoch.items()},
+            "records": sum(bt.count for bt in r.batches),
+        }
+    return out
