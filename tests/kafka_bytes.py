@@ -1,39 +1,39 @@
-"""A tiny v2 batch builder for tests of framing variants that Kafka's Java client never writes
-(librdkafka's raw snappy, lz4/zstd frames without content size, kafka-python's gzip headers).
-Kafka's own kafka-dump-log judges the bytes it makes (test_codec_variants.py), so this builder
-is never the only judge of the parser."""
+"""A v2 batch builder for tests of framing variants that Kafka's Java client never writes
+(librdkafka's raw snappy, lz4/zstd frames without content size, kafka-python's gzip headers):
+the writer (``sample_data.writer.records``) encodes the records and the header, and the caller's
+``compress`` supplies the payload framing under test. Kafka's own kafka-dump-log judges the bytes
+it makes (test_codec_variants.py), so this builder is never the only judge of the parser."""
 
 from __future__ import annotations
 
-import struct
+from collections.abc import Callable
 
-import crc32c
+from parsers.codecs import CODEC_NAMES
+from sample_data.writer.records import BatchSpec, Record, assemble_batch, encode_record, encode_records, varint
 
-
-def varint(n: int) -> bytes:
-    z = (n << 1) ^ (n >> 63)
-    z &= (1 << 64) - 1
-    out = bytearray()
-    while z >= 0x80:
-        out.append((z & 0x7F) | 0x80)
-        z >>= 7
-    out.append(z)
-    return bytes(out)
+__all__ = ["batch", "record", "varint"]
 
 
 def record(offset_delta: int, ts_delta: int, key: bytes | None, value: bytes | None) -> bytes:
-    body = b"\x00" + varint(ts_delta) + varint(offset_delta)
-    body += varint(-1) if key is None else varint(len(key)) + key
-    body += varint(-1) if value is None else varint(len(value)) + value
-    body += varint(0)
-    return varint(len(body)) + body
+    """One v2 record (no headers), timestamps relative to a base of 0."""
+    return encode_record(Record(key, value, ts_delta), offset_delta, 0)
 
 
-def batch(base_offset: int, records: list[tuple[bytes | None, bytes | None]], codec: int = 0, compress=None, base_ts: int = 1735689600000, epoch: int = 0) -> bytes:
-    recs = b"".join(record(i, i, k, v) for i, (k, v) in enumerate(records))
-    payload = compress(recs) if compress else recs
-    n = len(records)
-    after_crc = struct.pack(">hiqqqhii", codec, n - 1, base_ts, base_ts + n - 1, -1, -1, -1, n) + payload
-    crc = crc32c.crc32c(after_crc)
-    body = struct.pack(">ibI", epoch, 2, crc) + after_crc
-    return struct.pack(">qi", base_offset, len(body)) + body
+def batch(
+    base_offset: int,
+    records: list[tuple[bytes | None, bytes | None]],
+    codec: int = 0,
+    compress: Callable[[bytes], bytes] | None = None,
+    base_ts: int = 1735689600000,
+    epoch: int = 0,
+) -> bytes:
+    """Record i gets offset delta i and timestamp base_ts + i; ``compress`` frames the records
+    section (None: stored as is, whatever ``codec`` the attributes claim)."""
+    spec = BatchSpec(
+        base_offset,
+        tuple(Record(k, v, base_ts + i) for i, (k, v) in enumerate(records)),
+        partition_leader_epoch=epoch,
+        codec=CODEC_NAMES[codec],
+    )
+    raw = encode_records(spec)
+    return assemble_batch(spec, compress(raw) if compress else raw)
