@@ -47,3 +47,14 @@ def dump_log(tmp_path_factory):
         return out.returncode, out.stdout
 
     return run
+
+
+@pytest.fixture(scope="session")
+def spark():
+    """The one SparkSession of a test run (Spark takes ~10 s to start): local[2], few shuffle
+    partitions, no catalog (catalog tests run the CLI in subprocesses, see jobs/catalog.py)."""
+    from jobs.spark import get_session
+
+    session = get_session("local[2]", shuffle_partitions=2, app="kafka-forensics-tests")
+    yield session
+    session.stop()

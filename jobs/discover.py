@@ -1,0 +1,228 @@
+"""Inputs → brokers, log dirs and the list of files to parse. Pure Python, no Spark.
+
+An INPUT is whatever an operator collected: a folder of broker folders, one broker folder
+holding several log dirs (JBOD), a single log dir, or an extracted archive of any of these.
+A *log dir* is a directory Kafka would load: it holds ``meta.properties``, a broker-level
+checkpoint or marker, or partition directories (``topic-N``, ``…-delete`` …). We find log dirs
+by walking down from each root and stop descending at the first one (its partition dirs are
+part of it). A *broker* is identified by ``meta.properties`` (``node.id``/``broker.id``,
+``cluster.id``, ``directory.id``); two log dirs carrying the same node id and cluster id are one
+broker (JBOD). Without ``meta.properties`` the id comes from the folder name (the last number in
+the log dir's name, then its parent's), and ``id_source`` says so.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from parsers.files import KINDS, detect
+from parsers.meta_properties import parse as parse_meta
+from parsers.names import FIXED_NAMES, parse_partition_dir
+
+log = logging.getLogger(__name__)
+
+# names that make a directory a log dir by themselves (all log-dir level files of FIXED_NAMES
+# except those that live inside partition dirs)
+_LOG_DIR_MARKERS = frozenset(FIXED_NAMES) - {"partition.metadata", "leader-epoch-checkpoint", "quorum-state"}
+_NUMBER_RE = re.compile(r"(\d+)(?!.*\d)")
+
+
+@dataclass
+class FileEntry:
+    """One file of a log dir, as the ingest tasks and the ``files`` table see it."""
+
+    abs_path: str
+    path: str  # relative to the input root (archives: "<archive name>/<path inside>")
+    broker: int
+    log_dir: str  # relative to the input root
+    topic: str | None
+    partition: int | None
+    dir_state: str | None
+    kind: str | None
+    size: int
+    mtime_ms: int
+    archive: str | None
+
+
+@dataclass
+class LogDir:
+    abs_path: Path
+    rel: str
+    input_root: str
+    archive: str | None
+    node_id: int | None = None
+    cluster_id: str | None = None
+    directory_id: str | None = None
+    partitions: int = 0
+    has_broker_checkpoints: bool = False
+
+
+@dataclass
+class Broker:
+    broker: int
+    cluster_id: str | None
+    id_source: str  # meta.properties | folder
+    log_dirs: list[str] = field(default_factory=list)
+    directory_ids: list[str] = field(default_factory=list)
+    roles: str = "broker"
+    files: int = 0
+    bytes: int = 0
+
+
+@dataclass
+class Discovery:
+    brokers: list[Broker]
+    files: list[FileEntry]
+    problems: list[dict]  # path, position, kind, detail (discovery-level problems)
+
+
+@dataclass(frozen=True)
+class Root:
+    """One input root: a folder (maybe the extraction of an archive) and how its paths are named."""
+
+    path: Path
+    prefix: str  # prepended to relative paths ("" for folders, "<archive name>" for archives)
+    archive: str | None = None
+
+
+def _is_log_dir(path: Path, names: list[str], dirs: list[str]) -> bool:
+    """Markers make a log dir; failing those, partition-named children holding Kafka files do,
+    unless such a child is itself a log dir (``broker-1/`` parses as topic "broker", partition 1)."""
+    if any(n in _LOG_DIR_MARKERS for n in names):
+        return True
+    holds_kafka_files = False
+    for d in dirs:
+        if parse_partition_dir(d) is None:
+            continue
+        try:
+            child = [e.name for e in os.scandir(path / d) if e.is_file(follow_symlinks=False)]
+        except OSError:
+            continue
+        if any(n in _LOG_DIR_MARKERS for n in child):
+            return False
+        holds_kafka_files = holds_kafka_files or any(detect(n) for n in child)
+    return holds_kafka_files
+
+
+def find_log_dirs(root: Root) -> list[LogDir]:
+    """Every log dir under ``root`` (the root itself may be one)."""
+    found: list[LogDir] = []
+    for dirpath, dirnames, filenames in os.walk(root.path, followlinks=False):
+        here = Path(dirpath)
+        if _is_log_dir(here, filenames, dirnames):
+            rel = here.relative_to(root.path).as_posix()
+            if rel == ".":
+                rel = root.prefix or root.path.name  # the input is itself a log dir: name it by its folder
+            else:
+                rel = f"{root.prefix}/{rel}" if root.prefix else rel
+            found.append(LogDir(here, rel, str(root.path), root.archive))
+            dirnames[:] = []  # partition dirs belong to this log dir
+        else:
+            dirnames.sort()
+    return found
+
+
+def _read_meta(ld: LogDir, problems: list[dict]) -> None:
+    meta = ld.abs_path / "meta.properties"
+    if not meta.is_file():
+        return
+    rel = f"{ld.rel}/meta.properties"
+    try:
+        parsed = parse_meta(meta.read_bytes(), rel)
+    except OSError as exc:
+        problems.append({"path": rel, "position": 0, "kind": "unreadable_file", "detail": str(exc)})
+        return
+    if parsed.table.num_rows:
+        row = parsed.table.to_pylist()[0]
+        ld.node_id, ld.cluster_id, ld.directory_id = row["node_id"], row["cluster_id"], row["directory_id"]
+
+
+def _folder_id(ld: LogDir) -> int | None:
+    for name in (ld.abs_path.name, ld.abs_path.parent.name):
+        m = _NUMBER_RE.search(name)
+        if m and len(m.group(1)) <= 9:
+            return int(m.group(1))
+    return None
+
+
+def _walk_files(ld: LogDir, broker: int) -> list[FileEntry]:
+    out: list[FileEntry] = []
+    for dirpath, dirnames, filenames in os.walk(ld.abs_path, followlinks=False):
+        dirnames.sort()
+        here = Path(dirpath)
+        sub = here.relative_to(ld.abs_path).as_posix()
+        topic = partition = state = None
+        if sub != ".":
+            parsed = parse_partition_dir(sub.split("/", 1)[0])
+            if parsed is not None:
+                topic, partition, state = parsed
+        for name in sorted(filenames):
+            full = here / name
+            try:
+                st = full.lstat()
+            except OSError:
+                continue
+            if not os.path.isfile(full) or os.path.islink(full):
+                continue  # sockets, fifos, links: not evidence we read
+            rel = f"{ld.rel}/{name}" if sub == "." else f"{ld.rel}/{sub}/{name}"
+            out.append(FileEntry(str(full), rel, broker, ld.rel, topic, partition, state, detect(name),
+                                 st.st_size, int(st.st_mtime * 1000), ld.archive))
+    return out
+
+
+def discover(roots: list[Root]) -> Discovery:
+    """Log dirs under every root, grouped into brokers, with every file they hold."""
+    problems: list[dict] = []
+    log_dirs = [ld for root in roots for ld in find_log_dirs(root)]
+    for ld in log_dirs:
+        _read_meta(ld, problems)
+        for entry in os.scandir(ld.abs_path):
+            if entry.is_dir(follow_symlinks=False) and parse_partition_dir(entry.name):
+                if entry.name != "__cluster_metadata-0":
+                    ld.partitions += 1
+            elif entry.name in ("replication-offset-checkpoint", "recovery-point-offset-checkpoint"):
+                ld.has_broker_checkpoints = True
+    brokers: dict[tuple[str | None, int], Broker] = {}
+    used_ids = {ld.node_id for ld in log_dirs if ld.node_id is not None}
+    files: list[FileEntry] = []
+    synthetic = -1
+    for ld in log_dirs:
+        if ld.node_id is not None:
+            key, source = (ld.cluster_id, ld.node_id), "meta.properties"
+        else:
+            fid = _folder_id(ld)
+            if fid is None or (fid in used_ids and (None, fid) not in brokers):
+                fid, synthetic = synthetic, synthetic - 1
+            key, source = (None, fid), "folder"
+            log.warning("%s: no usable meta.properties; broker id %d taken from the folder name", ld.rel, fid)
+        b = brokers.get(key)
+        if b is None:
+            b = brokers[key] = Broker(key[1], key[0], source)
+        b.log_dirs.append(ld.rel)
+        if ld.directory_id:
+            b.directory_ids.append(ld.directory_id)
+        ld_files = _walk_files(ld, b.broker)
+        b.files += len(ld_files)
+        b.bytes += sum(f.size for f in ld_files)
+        files.extend(ld_files)
+    by_id: dict[int, list[Broker]] = {}
+    for b in brokers.values():
+        by_id.setdefault(b.broker, []).append(b)
+    for bid, group in by_id.items():
+        if len(group) > 1:
+            problems.append({"path": ",".join(ld for b in group for ld in b.log_dirs), "position": 0, "kind": "cluster_id_mismatch",
+                             "detail": f"log dirs of node {bid} carry different cluster ids: {sorted(str(b.cluster_id) for b in group)}"})
+    for b in brokers.values():
+        mine = [ld for ld in log_dirs if ld.rel in b.log_dirs]
+        # guessed: a KRaft controller-only node holds nothing but __cluster_metadata-0
+        b.roles = "broker" if any(ld.partitions or ld.has_broker_checkpoints for ld in mine) else "controller"
+    return Discovery(sorted(brokers.values(), key=lambda b: b.broker), files, problems)
+
+
+def parseable(kind: str | None) -> bool:
+    """Whether ingest hands this kind to a parser (pending_*, lock, quorum-state: manifest only)."""
+    return kind in KINDS

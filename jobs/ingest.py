@@ -1,0 +1,263 @@
+"""Files → Parquet tables, parsing as Spark tasks.
+
+Flow (all heavy work on executors, nothing parsed comes back to the driver):
+1. discovery on the driver (``discover.py``; archives extracted safely first) gives the file list;
+2. files are packed into tasks: a file of ``GROUP_BYTES`` or more is a task of its own (a segment
+   is never split: Kafka's default segment is 1 GiB and the parser streams it in 32 MiB chunks
+   through bounded memory), smaller files of one log dir are grouped up to ``GROUP_BYTES`` /
+   ``GROUP_FILES``; tasks are ordered largest first so the long ones start early;
+3. the task list is a DataFrame with one row (and one Spark partition) per task; ``mapInArrow``
+   runs ``parse_tasks.run_task`` on it and the union stream is written once to ``_stage/`` split by
+   ``table`` (see parse_tasks for why a single pass);
+4. per table, the stage partition is decoded back to typed Arrow batches (``mapInArrow`` again) and
+   written as Parquet under ``tables/<name>/``.
+"""
+
+from __future__ import annotations
+
+import logging
+import shutil
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import pyarrow as pa
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import types as T
+
+from . import discover as disc
+from .tables import ALL_TABLES, BROKERS, PARTITION_BY, SCHEMAS, schema_of
+
+log = logging.getLogger(__name__)
+
+GROUP_BYTES = 64 << 20
+GROUP_FILES = 512
+WRITE_THREADS = 4
+STAGE = "_stage"
+WORK = "_work"
+
+FILE_FIELDS = ["abs_path", "path", "broker", "log_dir", "topic", "partition", "dir_state", "kind", "size", "mtime_ms", "archive"]
+TASK_SCHEMA = T.StructType([
+    T.StructField("task", T.IntegerType()),
+    T.StructField("bytes", T.LongType()),
+    T.StructField("files", T.ArrayType(T.StructType([
+        T.StructField("abs_path", T.StringType()), T.StructField("path", T.StringType()),
+        T.StructField("broker", T.IntegerType()), T.StructField("log_dir", T.StringType()),
+        T.StructField("topic", T.StringType()), T.StructField("partition", T.IntegerType()),
+        T.StructField("dir_state", T.StringType()), T.StructField("kind", T.StringType()),
+        T.StructField("size", T.LongType()), T.StructField("mtime_ms", T.LongType()),
+        T.StructField("archive", T.StringType()),
+    ]))),
+])
+
+
+@dataclass
+class IngestResult:
+    out: Path
+    brokers: list[dict]
+    files: int
+    bytes: int
+    tasks: int
+    rows: dict[str, int] = field(default_factory=dict)
+    seconds: dict[str, float] = field(default_factory=dict)
+    problems: int = 0
+
+
+def table_path(out: Path, name: str) -> Path:
+    """Where table ``name`` lives in an output DIR (or a staging dir)."""
+    return Path(out) / "tables" / name
+
+
+def read_table(spark: SparkSession, out: Path, name: str) -> DataFrame:
+    """Table ``name`` of an output DIR, without needing the catalog (an empty table if absent)."""
+    path = table_path(out, name)
+    if not path.is_dir() or not (any(path.glob("*.parquet")) or any(path.glob("*=*"))):
+        if name in ALL_TABLES:
+            from pyspark.sql.pandas.types import from_arrow_schema
+
+            return spark.createDataFrame([], from_arrow_schema(schema_of(name)))
+        raise FileNotFoundError(f"no table {name!r} in {out}")
+    return spark.read.parquet(str(path))
+
+
+def write_table(df: DataFrame, out: Path, name: str, partition_by: list[str] | None = None) -> Path:
+    """Write ``df`` as table ``name`` (Parquet, overwrite) under ``out/tables/``; used for job outputs too."""
+    path = table_path(out, name)
+    writer = df.write.mode("overwrite")
+    if partition_by:
+        writer = writer.partitionBy(*partition_by)
+    writer.parquet(str(path))
+    return path
+
+
+def write_empty(out: Path, name: str, schema: pa.Schema) -> Path:
+    """An empty table that still carries its schema (Spark cannot infer one from no files), so
+    readers, the catalog and spark-sql see every table even when no input file fed it."""
+    import pyarrow.parquet as pq
+
+    path = table_path(out, name)
+    shutil.rmtree(path, ignore_errors=True)
+    path.mkdir(parents=True)
+    pq.write_table(schema.empty_table(), path / "part-00000-empty.parquet")
+    return path
+
+
+def plan_tasks(files: list[disc.FileEntry]) -> list[dict]:
+    """Tasks of whole files: big files alone, small files of one log dir packed together."""
+    tasks: list[dict] = []
+    current: list[dict] = []
+    current_bytes = 0
+    current_dir = None
+
+    def close():
+        nonlocal current, current_bytes
+        if current:
+            tasks.append({"bytes": current_bytes, "files": current})
+        current, current_bytes = [], 0
+
+    for f in sorted(files, key=lambda f: f.path):
+        row = {k: getattr(f, k) for k in FILE_FIELDS}
+        if f.size >= GROUP_BYTES:
+            tasks.append({"bytes": f.size, "files": [row]})
+            continue
+        if current_dir != f.log_dir or current_bytes + f.size > GROUP_BYTES or len(current) >= GROUP_FILES:
+            close()
+            current_dir = f.log_dir
+        current.append(row)
+        current_bytes += f.size
+    close()
+    tasks.sort(key=lambda t: -t["bytes"])
+    for i, t in enumerate(tasks):
+        t["task"] = i
+    return tasks
+
+
+def _parse_stage(payloads: bool, files_acc, bytes_acc):
+    """The mapInArrow function of step 3 (a closure Spark ships to the executors)."""
+
+    def run(batches):
+        from jobs.parse_tasks import STAGE_SCHEMA, run_task
+
+        for batch in batches:
+            for task in batch.to_pylist():
+                out = []
+                for row in run_task(task["task"], task["files"], payloads):
+                    out.append(row)
+                    if len(out) >= 4:
+                        yield pa.RecordBatch.from_pylist(out, schema=STAGE_SCHEMA)
+                        out = []
+                if out:
+                    yield pa.RecordBatch.from_pylist(out, schema=STAGE_SCHEMA)
+                files_acc.add(len(task["files"]))
+                bytes_acc.add(task["bytes"])
+
+    return run
+
+
+def _decoder(name: str, payloads: bool):
+    def run(batches):
+        from jobs.parse_tasks import from_ipc
+        from jobs.tables import schema_of
+
+        schema = schema_of(name, payloads)
+        for batch in batches:
+            for blob in batch.column("ipc").to_pylist():
+                yield from from_ipc(blob).cast(schema).to_batches(max_chunksize=65536)
+
+    return run
+
+
+def _spark_schema(schema: pa.Schema) -> T.StructType:
+    from pyspark.sql.pandas.types import from_arrow_schema
+
+    return from_arrow_schema(schema)
+
+
+def resolve_roots(inputs: list[Path], work_dir: Path) -> tuple[list[disc.Root], list[dict]]:
+    """Input paths → roots to discover in; archives are extracted into ``work_dir/_work``."""
+    from . import archives
+
+    roots: list[disc.Root] = []
+    problems: list[dict] = []
+    for i, raw in enumerate(inputs):
+        path = Path(raw)
+        if path.is_dir():
+            roots.append(disc.Root(path.resolve(), ""))
+        elif archives.is_archive(path):
+            dest = Path(work_dir) / WORK / "inputs" / f"{i}"
+            problems += archives.extract(path, dest)
+            roots.append(disc.Root(dest, path.name, path.name))
+        else:
+            raise ValueError(f"{path}: not a directory or a supported archive (.tar, .tar.gz, .tgz, .tar.xz, .zip)")
+    return roots, problems
+
+
+def ingest(spark: SparkSession, inputs: list[Path], work_dir: Path, payloads: bool = False, progress: bool = True) -> IngestResult:
+    """Parse every file under ``inputs`` and write the tables under ``work_dir/tables/``.
+
+    ``work_dir`` is the staging directory of ``outdir.staged_output``; no catalog is touched here
+    (the catalog is registered after the swap, see catalog.py).
+    """
+    from .progress import Progress
+
+    t0 = time.monotonic()
+    work_dir = Path(work_dir)
+    (work_dir / "tables").mkdir(parents=True, exist_ok=True)
+    roots, problems = resolve_roots(inputs, work_dir)
+    found = disc.discover(roots)
+    problems += found.problems
+    tasks = plan_tasks(found.files)
+    total_bytes = sum(f.size for f in found.files)
+    log.info("%d brokers, %d log dirs, %d files, %.1f MB in %d tasks", len(found.brokers),
+             sum(len(b.log_dirs) for b in found.brokers), len(found.files), total_bytes / 1e6, len(tasks))
+    seconds = {"discover": time.monotonic() - t0}
+
+    sc = spark.sparkContext
+    files_acc, bytes_acc = sc.accumulator(0), sc.accumulator(0)
+    stage = work_dir / STAGE
+    t1 = time.monotonic()
+    with Progress(len(found.files), total_bytes, lambda: (files_acc.value, bytes_acc.value), enabled=progress):
+        if tasks:
+            rdd = sc.parallelize([(t["task"], t["bytes"], t["files"]) for t in tasks], len(tasks))
+            task_df = spark.createDataFrame(rdd, TASK_SCHEMA)
+            from .parse_tasks import STAGE_SCHEMA
+
+            staged = task_df.mapInArrow(_parse_stage(payloads, files_acc, bytes_acc), _spark_schema(STAGE_SCHEMA))
+            staged.write.mode("overwrite").option("compression", "none").partitionBy("table").parquet(str(stage))
+    seconds["parse"] = time.monotonic() - t1
+
+    t2 = time.monotonic()
+    rows: dict[str, int] = {}
+
+    def split(name: str) -> None:
+        part = stage / f"table={name}"
+        schema = _spark_schema(schema_of(name, payloads))
+        if part.is_dir():
+            df = spark.read.parquet(str(part)).select("ipc").mapInArrow(_decoder(name, payloads), schema)
+            write_table(df, work_dir, name, PARTITION_BY.get(name))
+        else:
+            write_empty(work_dir, name, schema_of(name, payloads))
+
+    # one Spark job per table; run a few at once so small tables do not wait on scheduling
+    with ThreadPoolExecutor(max_workers=WRITE_THREADS) as pool:
+        list(pool.map(split, sorted(SCHEMAS, key=lambda n: n not in ("records", "batches"))))
+    brokers = [asdict(b) for b in found.brokers]
+    brokers_df = spark.createDataFrame(
+        [[b[f.name] for f in BROKERS] for b in brokers], _spark_schema(BROKERS))
+    write_table(brokers_df.coalesce(1), work_dir, "brokers")
+    if problems:
+        from .parse_tasks import problem_rows
+
+        extra = pa.concat_tables([
+            problem_rows({"broker": None, "log_dir": None, "topic": None, "partition": None, "dir_state": None, "path": p["path"]},
+                         [(p["position"], p["kind"], p["detail"])]) for p in problems])
+        spark.createDataFrame(extra.to_pandas(), _spark_schema(SCHEMAS["problems"])).write.mode("append").parquet(
+            str(table_path(work_dir, "problems")))
+    seconds["write"] = time.monotonic() - t2
+    shutil.rmtree(stage, ignore_errors=True)
+    shutil.rmtree(work_dir / WORK, ignore_errors=True)
+    for name in ("batches", "records", "files", "problems"):
+        rows[name] = read_table(spark, work_dir, name).count()
+    seconds["total"] = time.monotonic() - t0
+    return IngestResult(work_dir, brokers, len(found.files), total_bytes, len(tasks), rows, seconds, rows["problems"])

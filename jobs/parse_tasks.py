@@ -1,0 +1,193 @@
+"""What one Spark task does on an executor: open its files, hash and parse them, and hand back
+Arrow tables. No Spark import here: it runs inside ``mapInArrow`` workers and in plain tests.
+
+Why one output stream for all tables (a union row ``table, task, seq, rows, ipc``): a segment
+yields batches, records and problems in the same pass, an index yields entries and an
+``index_files`` row. Running one ``mapInArrow`` per output table would parse every segment
+twice (batches, records) and read every file once more to hash it; with the union each file is
+opened, hashed and parsed exactly once. Each piece travels as an Arrow IPC stream (compressed),
+so the union needs no wide all-null schema; the driver splits it by ``table`` afterwards
+(Parquet directory partitions, so each table reads back only its own rows).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import traceback
+from collections.abc import Iterable, Iterator
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from parsers.common import FileBytes
+from parsers.files import KINDS, SEGMENT_KINDS, module_for, small_parser
+from parsers.names import base_offset_from_name
+
+from .tables import COMMON, EXTRA_TABLE, KIND_TABLE, TS, schema_of
+
+STAGE_SCHEMA = pa.schema([
+    pa.field("table", pa.string()),
+    pa.field("task", pa.int32()),
+    pa.field("seq", pa.int32()),
+    pa.field("rows", pa.int64()),
+    pa.field("ipc", pa.binary()),
+])
+HASH_BLOCK = 32 << 20
+_IPC_OPTIONS = pa.ipc.IpcWriteOptions(compression="lz4")
+_MAX_TS_MS = 253_402_300_799_999  # 9999-12-31: beyond this a Spark timestamp overflows
+
+
+def to_ipc(table: pa.Table) -> bytes:
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_stream(sink, table.schema, options=_IPC_OPTIONS) as writer:
+        writer.write_table(table)
+    return sink.getvalue().to_pybytes()
+
+
+def from_ipc(blob: bytes) -> pa.Table:
+    return pa.ipc.open_stream(pa.py_buffer(blob)).read_all()
+
+
+def _common(n: int, f: dict, names: Iterable[str] = ("broker", "log_dir", "topic", "partition", "dir_state", "path")) -> dict:
+    return {c.name: pa.array([f[c.name]] * n, c.type) for c in COMMON if c.name in names}
+
+
+def conform(table: pa.Table, name: str, f: dict, payloads: bool = False, **extra) -> pa.Table:
+    """A parser table as ingest table ``name``: common columns in front, ``path`` relative to the
+    input root, columns in the schema's order (missing ones null)."""
+    schema = schema_of(name, payloads)
+    n = table.num_rows
+    own = {"topic", "partition", "dir_state"} if name == "checkpoints" else set()  # the entry's, not the dir's
+    cols = _common(n, f, [c.name for c in schema if c.name in {x.name for x in COMMON} - own])
+    for key, value in extra.items():
+        cols[key] = pa.array([value] * n, schema.field(key).type)
+    arrays = []
+    for field in schema:
+        if field.name in cols:
+            arrays.append(cols[field.name])
+        elif field.name in table.column_names:
+            arrays.append(table.column(field.name).cast(field.type))
+        else:
+            arrays.append(pa.nulls(n, field.type))
+    return pa.Table.from_arrays(arrays, schema=schema)
+
+
+def records_table(records: pa.Table, batches: pa.Table, f: dict, payloads: bool) -> pa.Table:
+    """Records with Spark's Kafka-source names; batch-level facts joined by ``batch_position``."""
+    idx = pc.index_in(records.column("batch_position"), value_set=batches.column("position"))
+    tt = batches.column("timestamp_type").take(idx)
+    ms = records.column("timestamp")
+    valid = pc.and_(pc.greater_equal(ms, 0), pc.less_equal(ms, _MAX_TS_MS))
+    ts = pc.if_else(valid, pc.multiply(ms, 1000), pa.scalar(None, pa.int64())).cast(pa.int64()).cast(TS)
+    table = records.drop_columns(["timestamp"]).append_column("timestamp", ts)
+    table = table.append_column("timestampType", pc.if_else(pc.equal(tt, "create"), 0, pc.if_else(pc.equal(tt, "log_append"), 1, None)).cast(pa.int32()))
+    table = table.append_column("timestamp_ms", ms)
+    for src, dst in (("partition_leader_epoch", "leader_epoch"), ("producer_id", "producer_id"), ("is_transactional", "is_transactional")):
+        table = table.append_column(dst, batches.column(src).take(idx))
+    return conform(table, "records", f, payloads)
+
+
+class _Hasher:
+    """SHA-256 of a mapped file, kept just behind the parser's cursor so each byte is read once."""
+
+    def __init__(self, data):
+        self.view = memoryview(data) if len(data) else memoryview(b"")
+        self.sha = hashlib.sha256()
+        self.done = 0
+
+    def advance(self, block: int = HASH_BLOCK) -> None:
+        end = min(len(self.view), self.done + block)
+        if end > self.done:
+            self.sha.update(self.view[self.done:end])
+            self.done = end
+
+    def hexdigest(self) -> str:
+        while self.done < len(self.view):
+            self.advance()
+        digest = self.sha.hexdigest()
+        self.view.release()
+        return digest
+
+
+def parse_file(f: dict, payloads: bool = False) -> Iterator[tuple[str, pa.Table]]:
+    """(table name, Arrow table) pieces for one file, ending with its ``files`` row. Never raises:
+    an unreadable or unparseable file becomes a ``problems`` row naming it."""
+    kind = f["kind"]
+    sha = None
+    problems: list[tuple[int, str, str]] = []
+    try:
+        with FileBytes(f["abs_path"]) as fb:
+            hasher = _Hasher(fb.data)
+            if kind in SEGMENT_KINDS:
+                base = base_offset_from_name(f["path"])
+                pieces = module_for(kind).iter_parse(fb.data, f["path"], records=True, payloads=payloads)
+                for piece in pieces:
+                    hasher.advance(max(HASH_BLOCK, 0))
+                    yield "batches", conform(piece.table, "batches", f, segment_base_offset=base, file_kind=kind)
+                    recs = piece.extra.get("records")
+                    if recs is not None and recs.num_rows:
+                        yield "records", records_table(recs, piece.table, f, payloads)
+                    if piece.problems.num_rows:
+                        yield "problems", conform(piece.problems, "problems", f)
+            elif kind in KINDS:
+                piece = small_parser(kind)(fb.data, f["path"])
+                name = KIND_TABLE[kind]
+                yield name, conform(piece.table, name, f)
+                for key, table in piece.extra.items():
+                    extra_name = EXTRA_TABLE.get(key)
+                    if extra_name == "index_files":
+                        yield extra_name, conform(table, extra_name, f, index_kind=kind)
+                if piece.problems.num_rows:
+                    yield "problems", conform(piece.problems, "problems", f)
+            sha = hasher.hexdigest()
+    except OSError as exc:
+        problems.append((0, "unreadable_file", f"{type(exc).__name__}: {exc.strerror or exc}"))
+    except Exception as exc:  # a parser bug must not stop the run: name the file, keep going
+        where = traceback.extract_tb(exc.__traceback__)[-1]
+        problems.append((0, "parser_error", f"{type(exc).__name__}: {exc} (at {where.filename.rsplit('/', 1)[-1]}:{where.lineno})"))
+    if problems:
+        yield "problems", problem_rows(f, problems)
+    yield "files", files_row(f, sha)
+
+
+def problem_rows(f: dict, rows: list[tuple[int, str, str]]) -> pa.Table:
+    t = pa.table({"position": pa.array([r[0] for r in rows], pa.int64()), "kind": [r[1] for r in rows], "detail": [r[2] for r in rows]})
+    return conform(t, "problems", f)
+
+
+def files_row(f: dict, sha: str | None) -> pa.Table:
+    t = pa.table({
+        "kind": pa.array([f["kind"]], pa.string()),
+        "size": pa.array([f["size"]], pa.int64()),
+        "sha256": pa.array([sha], pa.string()),
+        "mtime": pa.array([f["mtime_ms"] * 1000], pa.int64()).cast(TS),
+        "archive": pa.array([f["archive"]], pa.string()),
+    })
+    return conform(t, "files", f)
+
+
+def run_task(task: int, files: list[dict], payloads: bool = False) -> Iterator[dict]:
+    """Stage rows (``STAGE_SCHEMA`` as dicts) for one task's files; small pieces of the same
+    table are merged so the stage holds few, larger blobs."""
+    pending: dict[str, list[pa.Table]] = {}
+    pending_rows: dict[str, int] = {}
+    seq = 0
+
+    def flush(name: str):
+        nonlocal seq
+        tables = pending.pop(name)
+        rows = pending_rows.pop(name)
+        table = pa.concat_tables(tables) if len(tables) > 1 else tables[0]
+        seq += 1
+        return {"table": name, "task": task, "seq": seq, "rows": rows, "ipc": to_ipc(table)}
+
+    for f in files:
+        for name, table in parse_file(f, payloads):
+            if table.num_rows == 0:
+                continue
+            pending.setdefault(name, []).append(table)
+            pending_rows[name] = pending_rows.get(name, 0) + table.num_rows
+            if pending_rows[name] >= 65536 or table.nbytes > (8 << 20):
+                yield flush(name)
+    for name in list(pending):
+        yield flush(name)

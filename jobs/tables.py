@@ -1,0 +1,136 @@
+"""The schemas of the tables ``ingest`` writes, derived from the parsers' own schemas.
+
+Why derived: a column added to a parser shows up in its table (and in docs/tables.md, which
+``python -m jobs.tables_doc`` generates from this module) without a second list to keep in step.
+Every table parsed from a file gets the common columns in front (docs/design.md): ``broker``,
+``log_dir``, ``topic``, ``partition`` (of the partition directory holding the file), ``dir_state``
+and ``path`` (relative to the input root). ``checkpoints`` is the exception: its file is
+broker-level and its ``topic``/``partition`` are the entry's.
+"""
+
+from __future__ import annotations
+
+import pyarrow as pa
+
+from parsers import (
+    clean_shutdown,
+    leader_epoch_checkpoint,
+    meta_properties,
+    offset_checkpoint,
+    offset_index,
+    partition_metadata,
+    producer_snapshot,
+    segment,
+    time_index,
+    transaction_index,
+)
+from parsers._index import INFO_SCHEMA
+from parsers.common import PROBLEM_SCHEMA
+
+TS = pa.timestamp("us", tz="UTC")  # Spark's TimestampType as Arrow carries it
+
+COMMON = [
+    pa.field("broker", pa.int32()),
+    pa.field("log_dir", pa.string()),
+    pa.field("topic", pa.string()),
+    pa.field("partition", pa.int32()),
+    pa.field("dir_state", pa.string()),
+    pa.field("path", pa.string()),
+]
+
+
+def _with_common(schema: pa.Schema, extra: list[pa.Field] = ()) -> pa.Schema:
+    own = [f for f in schema if f.name not in {c.name for c in COMMON}]
+    return pa.schema(COMMON + own + list(extra))
+
+
+def records_schema(payloads: bool = False) -> pa.Schema:
+    """Spark's Kafka-source names (topic, partition, offset, timestamp, timestampType, key, value)
+    plus broker and what the segment parser knows about each record."""
+    own = [f for f in segment.RECORD_SCHEMA if f.name not in ("offset", "timestamp")]
+    fields = COMMON + [
+        pa.field("offset", pa.int64()),
+        pa.field("timestamp", TS),  # null when the stored value is -1 (NO_TIMESTAMP) or out of range
+        pa.field("timestampType", pa.int32()),  # 0 CreateTime, 1 LogAppendTime, null for v0
+        pa.field("timestamp_ms", pa.int64()),  # as stored
+        pa.field("leader_epoch", pa.int32()),  # the batch's partition_leader_epoch (null for v0/v1)
+        pa.field("producer_id", pa.int64()),
+        pa.field("is_transactional", pa.bool_()),
+    ] + own
+    if payloads:
+        fields += list(segment.PAYLOAD_FIELDS)
+    return pa.schema(fields)
+
+
+CHECKPOINTS = pa.schema([COMMON[0], COMMON[1], COMMON[5]] + [f for f in offset_checkpoint.SCHEMA if f.name != "path"])
+
+SCHEMAS: dict[str, pa.Schema] = {
+    "files": pa.schema(COMMON + [
+        pa.field("kind", pa.string()),  # parsers.names.detect_kind; null: not a Kafka file name
+        pa.field("size", pa.int64()),
+        pa.field("sha256", pa.string()),  # computed while the file is parsed; null if unreadable
+        pa.field("mtime", TS),
+        pa.field("archive", pa.string()),  # the archive it came from, if any
+    ]),
+    "batches": _with_common(segment.BATCH_SCHEMA, [
+        pa.field("segment_base_offset", pa.int64()),  # from the file name
+        pa.field("file_kind", pa.string()),  # segment | kraft_snapshot | bootstrap_checkpoint
+    ]),
+    "records": records_schema(False),
+    "index_entries": _with_common(offset_index.SCHEMA),
+    "time_index_entries": _with_common(time_index.SCHEMA),
+    "txn_index_entries": _with_common(transaction_index.SCHEMA),
+    "index_files": _with_common(INFO_SCHEMA, [pa.field("index_kind", pa.string())]),
+    "producer_states": _with_common(producer_snapshot.SCHEMA),
+    "checkpoints": CHECKPOINTS,
+    "leader_epochs": _with_common(leader_epoch_checkpoint.SCHEMA),
+    "partition_metadata": _with_common(partition_metadata.SCHEMA),
+    "meta_properties": _with_common(meta_properties.SCHEMA),
+    "clean_shutdown": _with_common(clean_shutdown.SCHEMA),
+    "problems": _with_common(PROBLEM_SCHEMA),
+}
+
+# the discovery table, built on the driver (a handful of rows)
+BROKERS = pa.schema([
+    pa.field("broker", pa.int32()),
+    pa.field("cluster_id", pa.string()),
+    pa.field("directory_ids", pa.list_(pa.string())),
+    pa.field("log_dirs", pa.list_(pa.string())),
+    pa.field("id_source", pa.string()),  # meta.properties | folder
+    pa.field("roles", pa.string()),  # broker | controller (guessed from the files)
+    pa.field("files", pa.int64()),
+    pa.field("bytes", pa.int64()),
+])
+
+# parser output table (by kind) -> ingest table
+KIND_TABLE: dict[str, str] = {
+    "segment": "batches",
+    "kraft_snapshot": "batches",
+    "bootstrap_checkpoint": "batches",
+    "offset_index": "index_entries",
+    "time_index": "time_index_entries",
+    "txn_index": "txn_index_entries",
+    "producer_snapshot": "producer_states",
+    "replication_offset": "checkpoints",
+    "recovery_point": "checkpoints",
+    "log_start": "checkpoints",
+    "cleaner": "checkpoints",
+    "leader_epoch": "leader_epochs",
+    "partition_metadata": "partition_metadata",
+    "meta_properties": "meta_properties",
+    "clean_shutdown": "clean_shutdown",
+}
+EXTRA_TABLE = {"records": "records", "index_info": "index_files"}
+
+# Hive-style partition columns of the big tables (readers prune by topic)
+PARTITION_BY: dict[str, list[str]] = {"batches": ["topic"], "records": ["topic"]}
+
+ALL_TABLES = ["brokers", *SCHEMAS]
+
+
+def schema_of(name: str, payloads: bool = False) -> pa.Schema:
+    if name == "brokers":
+        return BROKERS
+    if name == "records":
+        return records_schema(payloads)
+    return SCHEMAS[name]

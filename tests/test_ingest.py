@@ -1,0 +1,120 @@
+"""ingest's tables hold what ``dump`` reads file by file: per broker, per partition, the same
+batch and record counts, on every real-cluster scenario, every found dataset and an archive."""
+
+from __future__ import annotations
+
+import os
+import tarfile
+from collections import Counter
+from pathlib import Path
+
+import pytest
+from conftest import FOUND, REAL
+
+from jobs.ingest import ingest, read_table
+from parsers.files import SEGMENT_KINDS, detect, parse_path
+from parsers.meta_properties import parse as parse_meta
+
+REAL_SCENARIOS = sorted(p.name for p in REAL.iterdir() if p.is_dir())
+FOUND_DATASETS = sorted(p.name for p in FOUND.iterdir() if p.is_dir())
+
+
+def _log_dir_of(path: Path, root: Path) -> Path:
+    for parent in path.parents:
+        if (parent / "meta.properties").is_file() or parent == root:
+            return parent
+    return root
+
+
+def dump_counts(root: Path) -> tuple[Counter, Counter]:
+    """(broker, topic, partition) -> batches / records, as dump reads each segment-kind file;
+    the broker from the log dir's meta.properties."""
+    batches, records = Counter(), Counter()
+    for dirpath, _, names in os.walk(root):
+        for name in names:
+            kind = detect(name)
+            if kind not in SEGMENT_KINDS:
+                continue
+            full = Path(dirpath) / name
+            ld = _log_dir_of(full, root)
+            meta = parse_meta((ld / "meta.properties").read_bytes(), "m").table.to_pylist()[0]
+            part = full.parent.name if full.parent != ld else None
+            topic, partition = (part.rsplit("-", 1)[0], int(part.rsplit("-", 1)[1])) if part else (None, None)
+            key = (meta["node_id"], topic, partition)
+            for piece in parse_path(str(full), kind, records=True):
+                batches[key] += piece.table.num_rows
+                records[key] += piece.extra["records"].num_rows
+    return batches, records
+
+
+def table_counts(spark, out: Path, name: str) -> Counter:
+    rows = read_table(spark, out, name).groupBy("broker", "topic", "partition").count().collect()
+    return Counter({(r["broker"], r["topic"], r["partition"]): r["count"] for r in rows})
+
+
+def check(spark, src: Path, out: Path, inputs: list[Path] | None = None):
+    result = ingest(spark, inputs or [src], out, progress=False)
+    batches, records = dump_counts(src)
+    assert table_counts(spark, out, "batches") == +batches
+    assert table_counts(spark, out, "records") == +records
+    n_files = sum(len(f) for _, _, f in os.walk(src))
+    assert result.files <= n_files
+    assert result.rows["files"] == result.files
+    return result
+
+
+@pytest.mark.parametrize("scenario", REAL_SCENARIOS)
+def test_real_cluster(spark, tmp_path, scenario):
+    src = REAL / scenario
+    result = check(spark, src, tmp_path / "out")
+    brokers = {b["broker"]: b for b in result.brokers}
+    assert set(brokers) == {1, 2, 3, 100}
+    assert all(b["id_source"] == "meta.properties" for b in brokers.values())
+    assert brokers[100]["roles"] == "controller" and brokers[1]["roles"] == "broker"
+    files = read_table(spark, tmp_path / "out", "files")
+    assert files.where("sha256 is null").count() == 0
+    assert files.where("path like 'broker-1/%'").select("broker").distinct().collect()[0][0] == 1
+
+
+@pytest.mark.parametrize("dataset", FOUND_DATASETS)
+def test_found(spark, tmp_path, dataset):
+    src = FOUND / dataset
+    result = check(spark, src, tmp_path / "out")
+    if dataset.startswith("k3x-zk-3brokers"):
+        assert sorted(b["broker"] for b in result.brokers) == [1, 2, 3]
+        assert {b["id_source"] for b in result.brokers} == {"meta.properties"}
+
+
+def test_tar_gz(spark, tmp_path):
+    src = REAL / "crash-only"
+    archive = tmp_path / "crash-only.tar.gz"
+    with tarfile.open(archive, "w:gz") as tf:
+        for sub in ("broker-1", "broker-2", "broker-3", "controller-100"):
+            tf.add(src / sub, arcname=f"crash-only/{sub}")
+    before = archive.stat().st_mtime_ns
+    out = tmp_path / "out"
+    check(spark, src, out, inputs=[archive])
+    paths = [r["path"] for r in read_table(spark, out, "files").select("path").collect()]
+    assert all(p.startswith("crash-only.tar.gz/crash-only/") for p in paths)
+    assert archive.stat().st_mtime_ns == before
+    assert not (out / "_work").exists()
+
+
+def test_bad_file_is_a_problem_row(spark, tmp_path):
+    """A garbage segment and an unreadable checkpoint give problem rows, never a failed run."""
+    ld = tmp_path / "in" / "kafka-logs"
+    (ld / "t-0").mkdir(parents=True)
+    (ld / "meta.properties").write_text("version=0\nbroker.id=7\n")
+    (ld / "t-0" / "00000000000000000000.log").write_bytes(os.urandom(5000))
+    bad = ld / "replication-offset-checkpoint"
+    bad.write_text("0\n1\nt 0 5\n")
+    bad.chmod(0)
+    try:
+        ingest(spark, [tmp_path / "in"], tmp_path / "out", progress=False)
+    finally:
+        bad.chmod(0o644)
+    problems = read_table(spark, tmp_path / "out", "problems").collect()
+    paths = {p["path"] for p in problems}
+    assert "kafka-logs/t-0/00000000000000000000.log" in paths
+    if os.geteuid() != 0:
+        assert any(p["kind"] == "unreadable_file" and p["path"].endswith("replication-offset-checkpoint") for p in problems)
