@@ -34,6 +34,11 @@ MARKERS = (
     ("recovery_point", "recovery point", "x", 8, "#00897b"),
     ("log_start_offset", "log start", "triangle-right", 12, "#111111"),
 )
+MARKER_STYLES = {  # legend name -> every property of its trace but the points (shared once per report)
+    name: {"type": "scatter", "mode": "markers", "marker": {"symbol": symbol, "size": size, "color": colour, "line": {"width": 1, "color": "#ffffff"}},
+           "hovertemplate": f"%{{y}} · {name} %{{x}}<extra></extra>"}
+    for _, name, symbol, size, colour in MARKERS
+}
 MAX_RANGES_PER_LANE = 400
 MAX_HOVER_EVIDENCE = 3
 
@@ -73,8 +78,13 @@ def lane_name(broker: Any) -> str:
     return f"broker {num(broker)}"
 
 
-def _rows(df: pd.DataFrame | None) -> list[dict[str, Any]]:
-    return [] if df is None else df.to_dict("records")
+Rows = list[dict[str, Any]] | pd.DataFrame | None  # one partition's rows of a table
+
+
+def _rows(rows: Rows) -> list[dict[str, Any]]:
+    if rows is None:
+        return []
+    return rows.to_dict("records") if isinstance(rows, pd.DataFrame) else rows
 
 
 def _merge_ranges(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -94,7 +104,7 @@ def _merge_ranges(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return merged
 
 
-def _range_rows(ranges: pd.DataFrame | None) -> dict[int, list[dict[str, Any]]]:
+def _range_rows(ranges: Rows) -> dict[int, list[dict[str, Any]]]:
     by_lane: dict[int, list[dict[str, Any]]] = {}
     for r in _rows(ranges):
         first, last = num(r.get("first_offset")), num(r.get("last_offset"))
@@ -147,7 +157,7 @@ def _bar(name: str, lanes: list[str], starts: list[int], ends: list[int], hover:
     }
 
 
-def timeline(replicas: pd.DataFrame | None, ranges: pd.DataFrame | None, findings: list[dict[str, Any]]) -> dict[str, Any] | None:
+def timeline(replicas: Rows, ranges: Rows, findings: list[dict[str, Any]]) -> dict[str, Any] | None:
     """One lane per replica: ranges coloured by leader epoch, holes greyed, lost/divergent ranges
     outlined, and markers for log start, HW checkpoint, recovery point and LEO."""
     replica_rows = [r for r in _rows(replicas) if num(r.get("broker")) is not None]
@@ -176,12 +186,10 @@ def timeline(replicas: pd.DataFrame | None, ranges: pd.DataFrame | None, finding
             traces.append(_bar("log (no offset_ranges table)", [lane_name(b) for b, _, _ in spans], [s for _, s, _ in spans], [e for _, _, e in spans],
                                [f"broker {b}<br>offsets {s}–{e}" for b, s, e in spans], marker={"color": "#9ecae1"}, width=0.5))
     traces.extend(_highlights(findings, brokers))
-    for column, name, symbol, size, colour in MARKERS:
+    for column, name, *_style in MARKERS:
         pts = [(num(r["broker"]), num(r.get(column))) for r in replica_rows if num(r.get(column)) is not None]
         if pts:
-            traces.append({"type": "scatter", "mode": "markers", "name": name, "y": [lane_name(b) for b, _ in pts], "x": [v for _, v in pts],
-                           "marker": {"symbol": symbol, "size": size, "color": colour, "line": {"width": 1, "color": "#ffffff"}},
-                           "hovertext": [f"broker {b} · {name} {v}" for b, v in pts], "hoverinfo": "text"})
+            traces.append({**MARKER_STYLES[name], "name": name, "y": [lane_name(b) for b, _ in pts], "x": [v for _, v in pts]})
     if not traces:
         return None
     layout = {
@@ -195,6 +203,7 @@ def timeline(replicas: pd.DataFrame | None, ranges: pd.DataFrame | None, finding
         "showlegend": True,
     }
     return {"data": traces, "layout": layout}
+
 
 
 def _highlights(findings: list[dict[str, Any]], brokers: list[int]) -> list[dict[str, Any]]:
@@ -232,7 +241,7 @@ def _is_leader(likely_leader: Any, broker: int) -> bool:
     return num(likely_leader) == broker
 
 
-def lineage(lineage_df: pd.DataFrame | None, replicas: pd.DataFrame | None) -> dict[str, Any] | None:
+def lineage(lineage_df: Rows, replicas: Rows) -> dict[str, Any] | None:
     """Leader epochs (rows) × replicas (columns): checkpoint start offset and the offsets batches of
     that epoch span, from epoch_lineage, else from replica_logs.epoch_entries (checkpoint only)."""
     cells: dict[int, dict[int, dict[str, Any]]] = {}
@@ -268,7 +277,7 @@ REPLICA_COLUMNS = ("broker", "log_dir", "dir_state", "log_start_offset", "hw_che
                    "first_epoch", "last_epoch", "segments", "records", "bytes", "clean_shutdown", "compacted")
 
 
-def replica_rows(replicas: pd.DataFrame | None) -> list[dict[str, Any]]:
+def replica_rows(replicas: Rows) -> list[dict[str, Any]]:
     """The replica_logs columns shown per partition, JSON-safe."""
     out = []
     for r in sorted(_rows(replicas), key=lambda r: num(r.get("broker")) or 0):
@@ -281,5 +290,42 @@ def replica_rows(replicas: pd.DataFrame | None) -> list[dict[str, Any]]:
                 row[c] = None if missing(v) else bool(v)
             else:
                 row[c] = num(v)
-        out.append(row)
+        out.append({c: v for c, v in row.items() if v is not None})  # absent = unknown; keeps the page small
     return out
+
+
+BASE_LAYOUT = timeline([{"broker": 0, "leo": 1}], None, [])["layout"]  # what every timeline shares
+
+
+def layout_diff(layout: dict[str, Any], base: dict[str, Any] = BASE_LAYOUT) -> dict[str, Any]:
+    """The keys of ``layout`` that differ from ``base`` (recursively), so the report embeds the
+    shared layout once and each partition only its height and lanes; the page merges them back."""
+    out: dict[str, Any] = {}
+    for key, value in layout.items():
+        if isinstance(value, dict) and isinstance(base.get(key), dict):
+            sub = layout_diff(value, base[key])
+            if sub:
+                out[key] = sub
+        elif base.get(key, object()) != value:
+            out[key] = value
+    return out
+
+
+def compact(fig: dict[str, Any]) -> dict[str, Any]:
+    """The figure minus what the report embeds once (BASE_LAYOUT, MARKER_STYLES); ``report.js``
+    merges them back before drawing."""
+    data = [{k: v for k, v in t.items() if k not in MARKER_STYLES.get(t.get("name"), {}) or t.get("type") != "scatter"} for t in fig["data"]]
+    return {"data": data, "layout": layout_diff(fig["layout"])}
+
+
+def _merge(base: dict[str, Any], diff: dict[str, Any]) -> dict[str, Any]:
+    out = dict(base)
+    for key, value in diff.items():
+        out[key] = _merge(base[key], value) if isinstance(value, dict) and isinstance(base.get(key), dict) else value
+    return out
+
+
+def expand(fig: dict[str, Any]) -> dict[str, Any]:
+    """Inverse of ``compact`` (what report.js does in the page); used by tests to validate figures."""
+    data = [_merge(MARKER_STYLES[t["name"]], t) if "type" not in t and t.get("name") in MARKER_STYLES else t for t in fig["data"]]
+    return {"data": data, "layout": _merge(BASE_LAYOUT, fig["layout"])}

@@ -68,11 +68,17 @@ def anchor(key: PartitionKey | None) -> str:
     return "p-cluster-wide" if key is None else f"p-{key[0]}-{key[1]}"
 
 
-def _groups(df: pd.DataFrame | None) -> dict[PartitionKey, pd.DataFrame]:
+def _groups(df: pd.DataFrame | None) -> dict[PartitionKey, list[dict[str, Any]]]:
+    """Rows per partition as plain dicts: one to_dict over the table, not one per group (which
+    costs milliseconds each and dominates with thousands of partitions)."""
     if df is None or not {"topic", "partition"} <= set(df.columns):
         return {}
-    df = df.dropna(subset=["topic", "partition"])
-    return {(str(t), int(p)): g for (t, p), g in df.groupby(["topic", "partition"], sort=False)}
+    out: dict[PartitionKey, list[dict[str, Any]]] = {}
+    for row in df.to_dict("records"):
+        topic, part = row.get("topic"), num(row.get("partition"))
+        if text(topic) is not None and part is not None:
+            out.setdefault((str(topic), part), []).append(row)
+    return out
 
 
 def _finding_view(f: dict[str, Any]) -> dict[str, Any]:
@@ -132,8 +138,11 @@ def build_context(data: ReportData) -> dict[str, Any]:
     payload: dict[str, Any] = {}
     for key in with_findings + clean:
         found = groups.get(key, [])
+        fig = figures.timeline(replicas.get(key), ranges.get(key), found)
+        if fig is not None:
+            fig = figures.compact(fig)
         payload[partition_name(key)] = {
-            "timeline": figures.timeline(replicas.get(key), ranges.get(key), found),
+            "timeline": fig,
             "lineage": figures.lineage(lineages.get(key), replicas.get(key)),
             "replicas": figures.replica_rows(replicas.get(key)),
         }
@@ -175,7 +184,7 @@ def build_context(data: ReportData) -> dict[str, Any]:
         "notes": data.notes + [missing_sentences.get(n, f"{n} is missing.") for n in missing],
         "manifest": _manifest(data),
         "timings": (data.run or {}).get("timings") if isinstance((data.run or {}).get("timings"), dict) else {},
-        "payload": script_json({"partitions": payload}),
+        "payload": script_json({"base_layout": figures.BASE_LAYOUT, "trace_styles": figures.MARKER_STYLES, "partitions": payload}),
         "css": _static("report.css"),
         "report_js": _static("report.js"),
         "plotly_js": _plotly_js(),

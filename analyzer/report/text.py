@@ -114,6 +114,6 @@ def _print_summary(console: Console, data: ReportData) -> None:
             console.print(Text("Note: " + note, style="dim"))
     console.print()
     html = data.out_dir / "report.html"
-    where = f"Full report: {html}" if html.exists() else f"Full report: {html} (not written yet: run `kafka-forensics report {data.out_dir} --format html`)"
+    where = f"Full report: {html}" if html.exists() else f"Full report: {html} (not written yet: run `kafka-forensics report {data.out_dir}`)"
     console.print(Text(where, style="bold"))
     console.print(Text(f"Findings (JSON): {data.out_dir / 'findings.json'}", style="dim"))

@@ -11,6 +11,16 @@
     if (cls) e.className = cls;
     return e;
   }
+  /* per-partition layouts hold only what differs from the shared base layout */
+  function merge(base, diff) {
+    var out = {};
+    Object.keys(base).forEach(function (k) { out[k] = base[k]; });
+    Object.keys(diff).forEach(function (k) {
+      var b = base[k], d = diff[k];
+      out[k] = b && d && typeof b === "object" && typeof d === "object" && !Array.isArray(b) && !Array.isArray(d) ? merge(b, d) : d;
+    });
+    return out;
+  }
   function fmt(v) { return v === null || v === undefined ? "" : String(v); }
 
   function table(headers, rows) {
@@ -61,14 +71,19 @@
     if (!key || drawn[key]) return;
     drawn[key] = true;
     var p = payload.partitions[key] || {};
-    var tl = details.querySelector(".timeline");
+    var body = details.querySelector(".partition-body");
+    var tl = body.appendChild(el("div", null, "timeline"));
+    var lin = body.appendChild(el("div", null, "lineage"));
+    var reps = body.appendChild(el("div", null, "replicas"));
     if (p.timeline && window.Plotly) {
-      Plotly.newPlot(tl, p.timeline.data, p.timeline.layout, { displaylogo: false, responsive: true, modeBarButtonsToRemove: ["select2d", "lasso2d"] });
+      var styles = payload.trace_styles || {};
+      var traces = p.timeline.data.map(function (t) { return styles[t.name] && !t.type ? merge(styles[t.name], t) : t; });
+      Plotly.newPlot(tl, traces, merge(payload.base_layout || {}, p.timeline.layout || {}), { displaylogo: false, responsive: true, modeBarButtonsToRemove: ["select2d", "lasso2d"] });
     } else {
       tl.appendChild(el("p", "No replica or offset-range data for this partition.", "dim"));
     }
-    lineageTable(details.querySelector(".lineage"), p.lineage);
-    replicaTable(details.querySelector(".replicas"), p.replicas);
+    lineageTable(lin, p.lineage);
+    replicaTable(reps, p.replicas);
     details.setAttribute("data-drawn", "true");
   }
 
