@@ -1,0 +1,143 @@
+"""Cross-replica comparison: which offsets two replicas of a partition hold differently.
+
+A follower appends the leader's batches as they are, so two healthy replicas hold batches with
+the same (base offset, last offset, CRC) — the CRC covers attributes onwards, not the base offset
+or the partition leader epoch, which is why it is comparable across replicas. Batches that match
+that way are identical and cost one join. Only the rest (different boundaries after a truncation
+and re-fetch, independent compaction, real divergence) fall back to record hashes, joined by offset.
+Everything stays a Spark join: nothing record-level is collected.
+
+Output rows are per (pair of replicas, offset) where the two differ:
+``divergent`` (both hold the offset with different content), ``only_a`` / ``only_b`` (one lacks it).
+``a`` is always the smaller broker id.
+"""
+
+from __future__ import annotations
+
+from pyspark.sql import DataFrame, Window
+from pyspark.sql import functions as F
+
+from .replica_logs import live_segment_batches
+
+PAIR = ["topic", "partition", "broker_a", "broker_b"]
+BATCH_COLS = ["path", "position", "partition_leader_epoch", "producer_id", "producer_epoch", "base_sequence", "is_transactional",
+              "is_control", "aborted"]
+
+
+def replica_pairs(replica_logs: DataFrame) -> DataFrame:
+    r = replica_logs.where(F.col("dir_state") == "live").select("topic", "partition", "broker")
+    a = r.withColumnRenamed("broker", "broker_a")
+    b = r.withColumnRenamed("broker", "broker_b")
+    return a.join(b, ["topic", "partition"]).where(F.col("broker_a") < F.col("broker_b"))
+
+
+def _unmatched(batches: DataFrame, pairs: DataFrame, side: str, other: str) -> DataFrame:
+    """Batches of ``side`` with no batch of identical bounds and CRC on ``other``."""
+    mine = batches.withColumnRenamed("broker", f"broker_{side}")
+    theirs = batches.select("topic", "partition", F.col("broker").alias(f"broker_{other}"), "base_offset", "last_offset", "crc")
+    joined = pairs.join(mine, ["topic", "partition", f"broker_{side}"])
+    return joined.join(theirs, ["topic", "partition", f"broker_{other}", "base_offset", "last_offset", "crc"], "left_anti")
+
+
+def _side_records(records: DataFrame, unmatched: DataFrame, side: str) -> DataFrame:
+    recs = records.select(
+        "topic", "partition", F.col("broker").alias(f"broker_{side}"), F.col("path"), F.col("batch_position").alias("position"),
+        "offset", "timestamp_ms", "key_size", "value_size", "key_sha256", "value_sha256", "control_type",
+    )
+    u = unmatched.select(*PAIR, *BATCH_COLS)
+    j = u.join(recs, ["topic", "partition", f"broker_{side}", "path", "position"])
+    size = F.greatest(F.col("key_size"), F.lit(0)) + F.greatest(F.col("value_size"), F.lit(0))
+    return j.select(
+        *PAIR, "offset",
+        F.struct(
+            F.col("path"), F.col("position"), F.col("partition_leader_epoch").alias("epoch"), "producer_id", "producer_epoch",
+            "base_sequence", "is_transactional", "is_control", "aborted", "control_type", "timestamp_ms",
+            F.concat_ws("/", F.coalesce("key_sha256", F.lit("-")), F.coalesce("value_sha256", F.lit("-")),
+                        F.coalesce("control_type", F.lit(""))).alias("content"),
+            "key_sha256", "value_sha256", size.alias("size"),
+        ).alias(side),
+    )
+
+
+def with_txn_outcome(batches: DataFrame, records: DataFrame) -> DataFrame:
+    """Add ``aborted``: transactional data whose producer's next marker on this replica is an abort.
+
+    Aborted data stays in the log (consumers skip it by the .txnindex), so losing it is benign.
+    """
+    b = live_segment_batches(batches)
+    markers = records.where(F.col("control_type").isin("commit", "abort")).select(
+        "broker", "path", F.col("batch_position").alias("position"), "control_type"
+    )
+    b = b.join(markers, ["broker", "path", "position"], "left")
+    w = Window.partitionBy("topic", "partition", "broker", "producer_id").orderBy("base_offset").rowsBetween(1, Window.unboundedFollowing)
+    nxt = F.first(F.when(F.col("is_control"), F.col("control_type")), ignorenulls=True).over(w)
+    return b.withColumn(
+        "aborted", F.col("is_transactional") & ~F.col("is_control") & (F.coalesce(nxt, F.lit("")) == "abort")
+    ).drop("control_type")
+
+
+def record_diffs(batches: DataFrame, records: DataFrame, replica_logs: DataFrame) -> DataFrame:
+    """Per (pair, offset) where two replicas differ: status and both sides' record details.
+
+    ``batches`` must carry ``aborted`` (see ``with_txn_outcome``).
+    """
+    b = batches.select("topic", "partition", "broker", "base_offset", "last_offset", "crc", *BATCH_COLS)
+    pairs = replica_pairs(replica_logs)
+    ua = _unmatched(b, pairs, "a", "b")
+    ub = _unmatched(b, pairs, "b", "a")
+    live_records = records.where(F.col("dir_state") == "live") if "dir_state" in records.columns else records
+    ra = _side_records(live_records, ua, "a")
+    rb = _side_records(live_records, ub, "b")
+    j = ra.join(rb, [*PAIR, "offset"], "full_outer")
+    status = (
+        F.when(F.col("a").isNull(), "only_b")
+        .when(F.col("b").isNull(), "only_a")
+        .when(F.col("a.content") != F.col("b.content"), "divergent")
+    )
+    return j.withColumn("status", status).where(F.col("status").isNotNull())
+
+
+def diff_ranges(diffs: DataFrame, replica_logs: DataFrame) -> DataFrame:
+    """Contiguous runs of one status per pair, with counts, bytes, epochs, producers and evidence.
+
+    An ``only_*`` offset is classified against the lacking replica's own log: above its LEO it is
+    simply behind (benign), below its log start it was deleted (benign), inside it is a hole.
+    """
+    w = Window.partitionBy(*PAIR, "status").orderBy("offset")
+    d = diffs.withColumn("_prev", F.lag("offset").over(w))
+    d = d.withColumn("_brk", (F.col("_prev").isNull() | (F.col("offset") != F.col("_prev") + 1)).cast("int"))
+    d = d.withColumn("_grp", F.sum("_brk").over(w.rowsBetween(Window.unboundedPreceding, 0)))
+
+    def side_aggs(side: str) -> list:
+        s = F.col(side)
+        return [
+            F.count(s["content"]).alias(f"records_{side}"),
+            F.sum(s["size"]).cast("long").alias(f"bytes_{side}"),
+            F.collect_set(s["epoch"]).alias(f"epochs_{side}"),
+            F.min_by(s["path"], "offset").alias(f"path_{side}"),
+            F.min_by(s["position"], "offset").alias(f"position_{side}"),
+            F.min(s["timestamp_ms"]).alias(f"first_ts_{side}"),
+            F.max(s["timestamp_ms"]).alias(f"last_ts_{side}"),
+            F.collect_set(F.when(s["producer_id"] >= 0, F.struct(
+                s["producer_id"].alias("producer_id"), s["producer_epoch"].cast("int").alias("producer_epoch"),
+            ))).alias(f"producer_keys_{side}"),
+            F.min(F.when(s["producer_id"] >= 0, s["base_sequence"])).alias(f"min_seq_{side}"),
+            F.max(F.when(s["producer_id"] >= 0, s["base_sequence"])).alias(f"max_seq_{side}"),
+            F.sum(F.when(s["is_control"], 1).otherwise(0)).alias(f"control_{side}"),
+        ]
+
+    g = d.groupBy(*PAIR, "status", "_grp").agg(
+        F.min("offset").alias("first_offset"), F.max("offset").alias("last_offset"), F.count("*").alias("offsets"),
+        *side_aggs("a"), *side_aggs("b"),
+    ).drop("_grp")
+    rl = replica_logs.select("topic", "partition", "broker", "leo", "log_start_offset", "compacted", "hw_checkpoint")
+    for side in ("a", "b"):
+        g = g.join(
+            rl.select(
+                "topic", "partition", F.col("broker").alias(f"broker_{side}"),
+                *[F.col(c).alias(f"{c}_{side}") for c in ("leo", "log_start_offset", "compacted", "hw_checkpoint")],
+            ),
+            ["topic", "partition", f"broker_{side}"],
+            "left",
+        )
+    return g

@@ -1,0 +1,204 @@
+"""The findings vocabulary and document: one place that knows the contract's finding shape.
+
+Detections build ``Finding`` objects (few: one per anomaly, never one per record), so the driver
+may hold them. They become the ``findings`` table and ``findings.json`` with the exact field
+names of ../shared/docs/contract.md.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from pyspark.sql import types as T
+
+SEVERITIES = ("error", "warning", "info")
+SEVERITY_RANK = {"error": 0, "warning": 1, "info": 2}
+
+# Severity per kind (the contract's vocabulary plus our additions). Corrupt or lost data is an
+# error; what Kafka repairs on its own at the next start (indexes, torn tails of an unflushed
+# write) is a warning; context is info.
+KIND_SEVERITY: dict[str, str] = {
+    "crc_mismatch": "error",
+    "invalid_batch": "error",
+    "offset_regression": "error",
+    "torn_tail": "warning",
+    "zero_filled_tail": "warning",
+    "segment_overlap": "error",
+    "segment_gap": "warning",
+    "offset_gap": "warning",
+    "index_mismatch": "warning",
+    "timeindex_mismatch": "warning",
+    "txnindex_mismatch": "warning",
+    "checkpoint_malformed": "warning",
+    "checkpoint_inconsistent": "warning",
+    "leader_epoch_malformed": "warning",
+    "producer_snapshot_corrupt": "warning",
+    "unclean_shutdown": "info",
+    "duplicate_sequence": "warning",
+    "hanging_transaction": "warning",
+    "replica_divergence": "error",
+    "truncation_below_hw": "error",
+    "acked_data_loss": "error",
+    "unclean_leader_election": "error",
+    "leader_epoch_conflict": "warning",
+    "log_start_divergence": "info",
+    "topic_id_mismatch": "error",
+    "cluster_id_mismatch": "error",
+    "unreadable_file": "warning",
+}
+
+
+@dataclass
+class Evidence:
+    broker: int | None
+    path: str | None
+    position: int | None
+    detail: str
+
+
+@dataclass
+class Finding:
+    kind: str
+    topic: str | None = None
+    partition: int | None = None
+    brokers: list[int] = field(default_factory=list)
+    first_offset: int | None = None
+    last_offset: int | None = None
+    records: int | None = None
+    bytes: int | None = None
+    leader_epochs: list[int] = field(default_factory=list)
+    producers: list[dict[str, int]] = field(default_factory=list)
+    first_timestamp: int | None = None
+    last_timestamp: int | None = None
+    evidence: list[Evidence] = field(default_factory=list)
+    explanation: str = ""
+    salvage_brokers: list[int] = field(default_factory=list)
+    severity: str = ""
+    id: str = ""
+
+    def __post_init__(self) -> None:
+        if not self.severity:
+            self.severity = KIND_SEVERITY.get(self.kind, "warning")
+        self.brokers = sorted({int(b) for b in self.brokers if b is not None})
+        self.leader_epochs = sorted({int(e) for e in self.leader_epochs if e is not None and e >= 0})
+        self.salvage_brokers = sorted({int(b) for b in self.salvage_brokers if b is not None})
+
+    def key(self) -> tuple:
+        return (
+            SEVERITY_RANK.get(self.severity, 9),
+            self.topic or "",
+            -1 if self.partition is None else self.partition,
+            self.kind,
+            -1 if self.first_offset is None else self.first_offset,
+            tuple(self.brokers),
+            self.evidence[0].path or "" if self.evidence else "",
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        d = asdict(self)
+        order = ["id", "kind", "severity", "topic", "partition", "brokers", "first_offset", "last_offset", "records", "bytes",
+                 "leader_epochs", "producers", "first_timestamp", "last_timestamp", "evidence", "explanation", "salvage_brokers"]
+        return {k: d[k] for k in order}
+
+
+def finalize(findings: list[Finding]) -> list[Finding]:
+    """Sort (errors first, then by partition) and give each finding a stable id.
+
+    The id hashes what the finding is about, not its position in the list, so the same input
+    gives the same ids run after run and a report can link to them.
+    """
+    findings = sorted(findings, key=Finding.key)
+    seen: dict[str, int] = {}
+    for f in findings:
+        basis = json.dumps([f.kind, f.topic, f.partition, f.brokers, f.first_offset, f.last_offset,
+                            [(e.broker, e.path, e.position) for e in f.evidence[:1]]])
+        h = hashlib.sha256(basis.encode()).hexdigest()[:10]
+        n = seen.get(h, 0)
+        seen[h] = n + 1
+        f.id = f"{f.kind}-{h}" + (f"-{n}" if n else "")
+    return findings
+
+
+def summary(findings: list[Finding]) -> dict[str, int]:
+    lost = sum(f.records or 0 for f in findings if f.kind == "acked_data_loss")
+    return {
+        "errors": sum(f.severity == "error" for f in findings),
+        "warnings": sum(f.severity == "warning" for f in findings),
+        "infos": sum(f.severity == "info" for f in findings),
+        "records_lost": lost,
+    }
+
+
+def document(findings: list[Finding], input_info: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "version": 1,
+        "generated_at": datetime.now(UTC).isoformat(timespec="seconds").replace("+00:00", "Z"),
+        "input": input_info,
+        "summary": summary(findings),
+        "findings": [f.to_json() for f in findings],
+    }
+
+
+def write_json(path: Path, doc: dict[str, Any]) -> None:
+    """Write atomically: a reader sees the old file or the new one, never half of one."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=".findings-", dir=path.parent)
+    with os.fdopen(fd, "w", encoding="utf-8") as fh:
+        json.dump(doc, fh, indent=1)
+        fh.write("\n")
+    os.replace(tmp, path)
+
+
+EVIDENCE_TYPE = T.StructType([
+    T.StructField("broker", T.IntegerType()),
+    T.StructField("path", T.StringType()),
+    T.StructField("position", T.LongType()),
+    T.StructField("detail", T.StringType()),
+])
+PRODUCER_TYPE = T.StructType([
+    T.StructField("producer_id", T.LongType()),
+    T.StructField("producer_epoch", T.IntegerType()),
+    T.StructField("first_sequence", T.IntegerType()),
+    T.StructField("last_sequence", T.IntegerType()),
+])
+FINDINGS_SCHEMA = T.StructType([
+    T.StructField("id", T.StringType()),
+    T.StructField("kind", T.StringType()),
+    T.StructField("severity", T.StringType()),
+    T.StructField("topic", T.StringType()),
+    T.StructField("partition", T.IntegerType()),
+    T.StructField("brokers", T.ArrayType(T.IntegerType())),
+    T.StructField("first_offset", T.LongType()),
+    T.StructField("last_offset", T.LongType()),
+    T.StructField("records", T.LongType()),
+    T.StructField("bytes", T.LongType()),
+    T.StructField("leader_epochs", T.ArrayType(T.IntegerType())),
+    T.StructField("producers", T.ArrayType(PRODUCER_TYPE)),
+    T.StructField("first_timestamp", T.LongType()),
+    T.StructField("last_timestamp", T.LongType()),
+    T.StructField("evidence", T.ArrayType(EVIDENCE_TYPE)),
+    T.StructField("explanation", T.StringType()),
+    T.StructField("salvage_brokers", T.ArrayType(T.IntegerType())),
+])
+
+
+def to_rows(findings: list[Finding]) -> list[tuple]:
+    rows = []
+    for f in findings:
+        d = f.to_json()
+        rows.append((
+            d["id"], d["kind"], d["severity"], d["topic"], d["partition"], d["brokers"], d["first_offset"], d["last_offset"],
+            d["records"], d["bytes"], d["leader_epochs"],
+            [(p.get("producer_id"), p.get("producer_epoch"), p.get("first_sequence"), p.get("last_sequence")) for p in d["producers"]],
+            d["first_timestamp"], d["last_timestamp"],
+            [(e["broker"], e["path"], e["position"], e["detail"]) for e in d["evidence"]],
+            d["explanation"], d["salvage_brokers"],
+        ))
+    return rows
