@@ -47,6 +47,71 @@ def dump(
     raise typer.Exit(1 if found else 0)
 
 
+# shared option types (ingest, sql; analyze reuses them)
+OutDir = Annotated[Path, typer.Option("--out", help="Output directory: tables/, catalog/, run.json (replaced atomically).")]
+Master = Annotated[str, typer.Option("--master", help="Spark master URL: local[*], local[2], spark://host:7077 ...")]
+
+
+@app.command()
+def ingest(
+    inputs: Annotated[list[Path], typer.Argument(help="Folders of broker dirs, broker dirs, log dirs, or .tar/.tar.gz/.tgz/.tar.xz/.zip of them.")],
+    out: OutDir,
+    master: Master = "local[*]",
+    payloads: Annotated[bool, typer.Option("--payloads", help="Keep record keys and values in the records table (may hold personal data).")] = False,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")] = False,
+) -> None:
+    """Discover brokers in INPUT..., parse every file as Spark tasks, write Parquet tables and a SQL catalog.
+
+    Example: kafka-forensics ingest incident.tar.gz --out /tmp/case1
+    """
+    from jobs import run_ingest
+    from jobs.archives import ArchiveError
+
+    _log_to_stderr()
+    try:
+        result = run_ingest.run(inputs, out, master=master, payloads=payloads, progress=not quiet)
+    except (FileNotFoundError, NotADirectoryError, ValueError, ArchiveError) as exc:
+        raise fail(str(exc)) from None
+    print(f"{len(result.brokers)} brokers, {result.files} files, {result.rows.get('records', 0)} records, "
+          f"{result.problems} problems -> {out}", file=sys.stderr)
+
+
+@app.command()
+def sql(
+    out: Annotated[Path, typer.Argument(help="An output directory written by ingest or analyze.")],
+    query: Annotated[str | None, typer.Argument(help="A Spark SQL query; without it, an interactive prompt.")] = None,
+    format: Annotated[str, typer.Option("--format", help="table, json (JSON Lines) or csv.")] = "table",
+    master: Master = "local[*]",
+) -> None:
+    """Query DIR's tables (brokers, files, batches, records, ...) with Spark SQL.
+
+    Example: kafka-forensics sql /tmp/case1 "select broker, topic, partition, count(*) from records group by 1,2,3"
+    """
+    from jobs import catalog
+    from jobs import sql as sql_mod
+
+    if format not in sql_mod.FORMATS:
+        raise fail(f"--format must be one of {', '.join(sql_mod.FORMATS)}")
+    _log_to_stderr()
+    try:
+        spark = catalog.open_catalog(out, master)
+    except FileNotFoundError as exc:
+        raise fail(str(exc)) from None
+    if query is None:
+        sql_mod.repl(spark, format)
+        return
+    try:
+        sql_mod.run_query(spark, query, format)
+    except Exception as exc:  # AnalysisException, ParseException: bad usage
+        raise fail(str(exc).strip().splitlines()[0]) from None
+
+
+def _log_to_stderr() -> None:
+    import logging
+
+    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(message)s", stream=sys.stderr)
+
+
 @app.command()
 def report(
     out: Annotated[Path, typer.Argument(help="An output directory written by analyze (findings.json, tables/).")],
@@ -64,6 +129,53 @@ def report(
     try:
         code = run_report(out, format, sys.stdout, fail_on)
     except (ReportError, ValueError) as exc:
+        raise fail(str(exc)) from None
+    raise typer.Exit(code)
+
+
+@app.command()
+def analyze(
+    inputs: Annotated[list[Path], typer.Argument(help="Collected broker dirs, log dirs or archives of them (several allowed).")],
+    out: Annotated[Path, typer.Option("--out", help="Output DIR: tables/, catalog, findings.json, report.html (replaced atomically).")],
+    format: Annotated[str, typer.Option("--format", help="What to print: text (summary), json (findings.json) or html.")] = "text",
+    master: Annotated[str, typer.Option("--master", help="Spark master URL: local[*] (default) or spark://host:7077.")] = "local[*]",
+    ledger: Annotated[Path | None, typer.Option("--ledger", help="JSON Lines of acknowledged records (topic, partition, offset, hashes).")] = None,
+    fail_on: Annotated[str, typer.Option("--fail-on", help="Exit 1 when a finding is at or above: error, warning or info.")] = "error",
+) -> None:
+    """The main command: ingest every broker, run the forensic jobs, write findings.json and report.html.
+
+    Example: kafka-forensics analyze collected/ --out incident-42 --ledger acked.jsonl
+    """
+    from .analyze import AnalyzeError, run_analyze
+
+    try:
+        code = run_analyze(inputs, out, fmt=format, ledger=ledger, master=master, fail_on=fail_on)
+    except AnalyzeError as exc:
+        raise fail(str(exc)) from None
+    raise typer.Exit(code)
+
+
+@app.command()
+def demo(
+    out: Annotated[Path, typer.Option("--out", help="Where the scenario folders (broker dirs + ground_truth.json + ledger.jsonl) go.")] = Path("kafka-forensics-demo"),
+    scenario: Annotated[list[str] | None, typer.Option("--scenario", help="A scenario name (repeatable); default: all of them.")] = None,
+    seed: Annotated[int, typer.Option("--seed", help="Random seed: the same seed makes the same bytes.")] = 0,
+    records: Annotated[int, typer.Option("--records", help="Records per partition (scale up for benchmarks).")] = 300,
+    partitions: Annotated[int, typer.Option("--partitions", help="Partitions per topic.")] = 1,
+    brokers: Annotated[int, typer.Option("--brokers", help="Brokers in the simulated cluster.")] = 3,
+    segment_bytes: Annotated[int, typer.Option("--segment-bytes", help="log.segment.bytes of the generated logs.")] = 16384,
+    codec: Annotated[str, typer.Option("--codec", help="none, gzip, snappy, lz4 or zstd.")] = "none",
+) -> None:
+    """Generate incident scenarios with known ground truth (simulated replication) and analyze them.
+
+    Example: kafka-forensics demo --out /tmp/demo --scenario unclean-election
+    """
+    from . import demo as demo_mod
+
+    try:
+        code = demo_mod.run(out, scenario, seed=seed, stream=sys.stdout, records=records, partitions=partitions,
+                            brokers=brokers, segment_bytes=segment_bytes, codec=codec)
+    except (demo_mod.DemoError, ValueError, FileExistsError) as exc:
         raise fail(str(exc)) from None
     raise typer.Exit(code)
 

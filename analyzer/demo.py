@@ -1,0 +1,103 @@
+"""``kafka-forensics demo``: generate the named incident scenarios and show what the analyzer makes
+of them next to the ground truth, so a newcomer sees every finding kind on data with a known answer.
+
+When ``analyzer.analyze.run_analyze`` exists it runs on each scenario (with its ledger) and its
+findings are compared with the ground truth by (kind, topic, partition); until then the demo shows
+what the parsers find in the files (problems by kind) beside the expected findings.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+from collections import Counter
+from collections.abc import Callable
+from pathlib import Path
+from typing import TextIO
+
+from parsers.files import detect, parse_path
+from sample_data.scenarios import SCENARIOS, generate
+
+
+class DemoError(Exception):
+    """Bad usage (an unknown scenario): the CLI turns it into exit 2."""
+
+
+def _analyzer() -> Callable | None:
+    try:
+        return importlib.import_module("analyzer.analyze").run_analyze
+    except (ImportError, AttributeError):
+        return None
+
+
+def parser_summary(path: Path) -> dict:
+    """Brokers, partition directories, files and parser problems by kind of one generated scenario."""
+    brokers, partitions, files, problems = set(), set(), 0, Counter()
+    for f in sorted(path.glob("broker-*/**/*")):
+        if not f.is_file():
+            continue
+        rel = f.relative_to(path).parts
+        brokers.add(rel[0])
+        if len(rel) > 2:
+            partitions.add(rel[1])
+        kind = detect(str(f))
+        files += 1
+        if kind is None:
+            continue
+        for parsed in parse_path(str(f), kind):
+            problems.update(parsed.problems.column("kind").to_pylist())
+    return {"brokers": len(brokers), "partitions": len(partitions), "files": files, "problems": dict(sorted(problems.items()))}
+
+
+def _finding_line(f: dict) -> str:
+    where = f"{f['topic']}-{f['partition']}" if f["topic"] is not None else "broker"
+    span = f" offsets {f['first_offset']}..{f['last_offset']} ({f['records']} records)" if f["last_offset"] is not None else ""
+    return f"    {f['severity']:<7} {f['kind']:<24} {where:<14} brokers {f['brokers']}{span}"
+
+
+def _key(f: dict) -> tuple:
+    return f["kind"], f["topic"], f["partition"]
+
+
+def run(out: Path, names: list[str] | None, *, seed: int = 0, master: str = "local[*]", stream: TextIO, **size) -> int:
+    """Generate ``names`` (default: all) under ``out``; analyze or summarize each. Returns the exit code:
+    0, or 1 when the analyzer ran and disagreed with a ground truth."""
+    names = names or list(SCENARIOS)
+    unknown = [n for n in names if n not in SCENARIOS]
+    if unknown:
+        raise DemoError(f"unknown scenario {unknown[0]!r}; one of {', '.join(SCENARIOS)}")
+    analyze = _analyzer()
+    mismatches = 0
+    for name in names:
+        path = generate(name, out, seed=seed, **size)
+        truth = json.loads((path / "ground_truth.json").read_text(encoding="utf-8"))
+        s = parser_summary(path)
+        problems = ", ".join(f"{k} {v}" for k, v in s["problems"].items()) or "none"
+        print(f"\n== {name}  ({path})", file=stream)
+        print(f"  {truth['description']}", file=stream)
+        print(
+            f"  files: {s['brokers']} brokers, {s['partitions']} partitions, {s['files']} files; parser problems: {problems}",
+            file=stream,
+        )
+        print(f"  expected findings ({len(truth['expected_findings'])}):", file=stream)
+        for f in truth["expected_findings"]:
+            print(_finding_line(f), file=stream)
+        if not truth["expected_findings"]:
+            print("    none (negative control)", file=stream)
+        if analyze is None:
+            continue
+        result = out / "_analysis" / name
+        analyze([path], result, fmt="json", ledger=path / "ledger.jsonl", master=master)
+        got = json.loads((result / "findings.json").read_text(encoding="utf-8"))["findings"]
+        want = {_key(f) for f in truth["expected_findings"]}
+        have = {_key(f) for f in got}
+        missed, extra = sorted(want - have, key=str), sorted(have - want, key=str)
+        mismatches += bool(missed or extra)
+        print(
+            f"  analyze: {len(got)} findings in {result / 'findings.json'}; "
+            f"missed {missed or 'none'}, not expected {extra or 'none'}",
+            file=stream,
+        )
+    if analyze is None:
+        print("\n(analyze is not available yet: showing the parsers' view and the ground truth only)", file=stream)
+    return 1 if mismatches else 0
