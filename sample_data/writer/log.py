@@ -441,6 +441,40 @@ def write_broker_dir(
             leader_epochs=spec.leader_epochs,
             roll_at=spec.roll_at,
         )
+    write_broker_files(
+        dir,
+        node_id,
+        cluster_id,
+        directory_id=directory_id,
+        hw=hw,
+        recovery_points=recovery_points,
+        log_starts=log_starts,
+        cleaner=cleaner,
+        clean_shutdown=clean_shutdown,
+        meta_version=meta_version,
+        broker_epoch=broker_epoch,
+    )
+    return layouts
+
+
+def write_broker_files(
+    dir: Path,
+    node_id: int,
+    cluster_id: str,
+    *,
+    directory_id: str | None,
+    hw: Mapping[tuple[str, int], int],
+    recovery_points: Mapping[tuple[str, int], int],
+    log_starts: Mapping[tuple[str, int], int],
+    cleaner: Mapping[tuple[str, int], int] | None = None,
+    clean_shutdown: bool,
+    meta_version: int = 1,
+    broker_epoch: int | None = None,
+) -> None:
+    """The broker-level files of a log dir (partitions aside): meta.properties, the offset
+    checkpoints (cleaner only if given) and the clean-shutdown marker."""
+    dir = Path(dir)
+    dir.mkdir(parents=True, exist_ok=True)
     (dir / META_PROPERTIES_FILE).write_text(
         meta_properties_text(node_id, cluster_id, directory_id, meta_version), encoding="utf-8"
     )
@@ -450,4 +484,3 @@ def write_broker_dir(
             (dir / OFFSET_CHECKPOINT_FILES[kind]).write_bytes(offset_checkpoint_bytes(dict(entries)))
     if clean_shutdown:
         (dir / CLEAN_SHUTDOWN_FILE).write_bytes(clean_shutdown_bytes(broker_epoch))
-    return layouts
