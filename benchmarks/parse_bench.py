@@ -7,8 +7,9 @@ Everything is measured on one core (NUMBA_NUM_THREADS, OMP/OPENBLAS/MKL threads 
 pool are set to 1), after a JIT warm-up on a tiny segment, as the best of ``--repeat`` (3) runs
 over segments that are already in the page cache. Each timed parse streams ``iter_parse`` over a
 read-only mmap (``FileBytes``) and drops the pieces, as an ingest job would. Segments are made by
-an independent generator in this file (plain ``struct`` + ``crc32c`` + ``cramjam``), so a parser
-bug cannot hide behind a generator sharing its code; every timed parse is also checked: it must
+the writer's bulk generator (``sample_data/writer/bulk.py``), which shares no decoding code with
+the parser and is judged by Kafka's kafka-dump-log in its tests, so a parser bug cannot hide behind
+it; every timed parse is also checked: it must
 report zero problems and the exact batch and record counts that were written. Sizes are MiB/GiB
 (2**20 / 2**30); rates are decimal (1 MB/s = 1e6 bytes/s, 1 GB/s = 1e9 bytes/s).
 
@@ -59,7 +60,6 @@ import functools
 import hashlib
 import json
 import mmap
-import random
 import shutil
 import struct
 import subprocess
@@ -75,6 +75,9 @@ import pyarrow as pa
 
 from parsers import segment
 from parsers.common import FileBytes
+from sample_data.writer import bulk
+from sample_data.writer.compression import XERIAL_HEADER
+from sample_data.writer.records import BATCH_HEAD, BATCH_TAIL, RECORD_BATCH_OVERHEAD
 
 pa.set_cpu_count(1)
 pa.set_io_thread_count(1)
@@ -83,136 +86,41 @@ MiB = 1 << 20
 GiB = 1 << 30
 
 # ---------------------------------------------------------------------------- segment generator
-# DefaultRecordBatch header: baseOffset batchLength partitionLeaderEpoch magic crc | attributes
-# lastOffsetDelta baseTimestamp maxTimestamp producerId producerEpoch baseSequence recordsCount
-HEAD = struct.Struct(">qiibI")  # 21 bytes, not covered by the CRC
-TAIL = struct.Struct(">hiqqqhii")  # 40 bytes, CRC-32C from here to the end of the batch
-HEADER_SIZE = HEAD.size + TAIL.size  # 61
+# The writer's bulk generator (sample_data/writer/bulk.py) makes the segments: template batches
+# whose headers and CRCs a numba kernel patches. It shares no decoding code with the parser, and
+# kafka-dump-log judges its output in tests/test_writer_bulk.py.
+HEAD = BATCH_HEAD  # 21 bytes, not covered by the CRC
+TAIL = BATCH_TAIL  # 40 bytes, CRC-32C from here to the end of the batch
+HEADER_SIZE = RECORD_BATCH_OVERHEAD  # 61
 CODECS = {"none": 0, "gzip": 1, "snappy": 2, "lz4": 3, "zstd": 4}
-XERIAL_HEADER = b"\x82SNAPPY\x00" + struct.pack(">ii", 1, 1)
-XERIAL_BLOCK = 32 * 1024  # snappy-java's default block size
 PRODUCER_ID = 4242
+PRODUCER_EPOCH = 0
+PARTITION_LEADER_EPOCH = 7
 T0 = 1_700_000_000_000  # ms
-EVENTS = ("page_view", "click", "add_to_cart", "checkout", "login", "logout", "search", "refund")
-FILLER = "lorem ipsum dolor sit amet consectetur adipiscing elit sed do eiusmod tempor " * 4
+
+Template = bulk.BatchTemplate  # payload (as stored), count, raw_len (uncompressed), ...
+Segment = bulk.SegmentStats  # path, codec, size, batches, records, raw_bytes, batch_size
 
 
-def varint(n: int) -> bytes:
-    """Zig-zag LEB128 (ByteUtils.writeVarlong)."""
-    u = ((n << 1) ^ (n >> 63)) & 0xFFFFFFFFFFFFFFFF
-    out = bytearray()
-    while u >= 0x80:
-        out.append((u & 0x7F) | 0x80)
-        u >>= 7
-    out.append(u)
-    return bytes(out)
-
-
-def record(offset_delta: int, ts_delta: int, key: bytes | None, value: bytes | None) -> bytes:
-    body = b"\x00" + varint(ts_delta) + varint(offset_delta)
-    body += varint(-1) if key is None else varint(len(key)) + key
-    body += varint(-1) if value is None else varint(len(value)) + value
-    body += varint(0)  # no headers
-    return varint(len(body)) + body
-
-
-def json_value(rng: random.Random, seq: int, size: int) -> bytes:
-    """A JSON-ish event of exactly ``size`` bytes: compresses about as well as real event data."""
-    s = (
-        f'{{"seq":{seq},"user":"user-{rng.randrange(10**6):06d}","event":"{rng.choice(EVENTS)}",'
-        f'"amount":{rng.random() * 1000:.2f},"session":"{rng.getrandbits(64):016x}","note":"'
-    )
-    pad = max(0, size - len(s) - 2)
-    return (s + FILLER[rng.randrange(40) :][:pad] + '"}').encode()[:size]
-
-
-def compress(codec: str, raw: bytes) -> bytes:
-    if codec == "none":
-        return raw
-    if codec == "gzip":
-        return bytes(cramjam.gzip.compress(raw))
-    if codec == "snappy":  # Kafka's Java client: xerial framing around raw snappy blocks
-        out = [XERIAL_HEADER]
-        for i in range(0, len(raw), XERIAL_BLOCK):
-            blk = bytes(cramjam.snappy.compress_raw(raw[i : i + XERIAL_BLOCK]))
-            out.append(struct.pack(">i", len(blk)) + blk)
-        return b"".join(out)
-    if codec == "lz4":
-        return bytes(cramjam.lz4.compress(raw))
-    if codec == "zstd":
-        return bytes(cramjam.zstd.compress(raw))
-    raise ValueError(codec)
-
-
-@dataclass
-class Template:
-    payload: bytes  # records bytes as stored (compressed if codec != none)
-    count: int
-    raw_len: int  # uncompressed records bytes
-    last_ts_delta: int
-
-
-def batch_templates(
-    codec: str, records_per_batch: int, value_size: int, key_size: int, variants: int, seed: int
-) -> list[Template]:
+def batch_templates(codec: str, records_per_batch: int, value_size: int, key_size: int, variants: int, seed: int) -> list[Template]:
     """A few distinct record sets per file; batches tile them with fresh offsets, timestamps and CRCs."""
-    rng = random.Random(seed)
-    out = []
-    for _ in range(variants):
-        recs = []
-        for i in range(records_per_batch):
-            key = f"user-{rng.randrange(10**12):012d}".encode()[:key_size]
-            recs.append(record(i, i, key, json_value(rng, i, value_size)))
-        raw = b"".join(recs)
-        out.append(Template(compress(codec, raw), records_per_batch, len(raw), records_per_batch - 1))
-    return out
-
-
-@dataclass
-class Segment:
-    path: str
-    codec: str
-    size: int = 0
-    batches: int = 0
-    records: int = 0
-    raw_bytes: int = 0  # uncompressed record bytes
-    batch_size: int = 0  # of the first batch (all equal for "none")
+    return bulk.make_templates(codec, records_per_batch, value_size, key_size, variants, seed)
 
 
 def write_segment(path: str, codec: str, templates: list[Template], target_bytes: int, max_batches: int | None = None) -> Segment:
     """Tile templates into a v2 segment of at least ``target_bytes`` (or exactly ``max_batches``
     batches); every batch gets its own offsets, timestamps, sequence and CRC."""
-    seg = Segment(path, codec)
-    attrs = CODECS[codec]
-    offset = 0
-    seq = 0
-    parts: list[bytes] = []
-    pending = 0
-    with open(path, "wb") as f:
-        i = 0
-        while seg.size < target_bytes if max_batches is None else seg.batches < max_batches:
-            t = templates[i % len(templates)]
-            base_ts = T0 + i
-            tail = TAIL.pack(attrs, t.count - 1, base_ts, base_ts + t.last_ts_delta, PRODUCER_ID, 0, seq, t.count)
-            crc = crc32c.crc32c(t.payload, crc32c.crc32c(tail))
-            head = HEAD.pack(offset, TAIL.size + 9 + len(t.payload), 7, 2, crc)
-            parts += (head, tail, t.payload)
-            n = HEADER_SIZE + len(t.payload)
-            if not seg.batch_size:
-                seg.batch_size = n
-            seg.size += n
-            pending += n
-            seg.batches += 1
-            seg.records += t.count
-            seg.raw_bytes += t.raw_len
-            offset += t.count
-            seq = (seq + t.count) & 0x7FFFFFFF
-            i += 1
-            if pending >= 8 * MiB:
-                f.write(b"".join(parts))
-                parts, pending = [], 0
-        f.write(b"".join(parts))
-    return seg
+    assert all(t.codec == codec for t in templates)
+    return bulk.write_segment_file(
+        path,
+        templates,
+        target_bytes,
+        max_batches,
+        t0=T0,
+        producer_id=PRODUCER_ID,
+        producer_epoch=PRODUCER_EPOCH,
+        partition_leader_epoch=PARTITION_LEADER_EPOCH,
+    )
 
 
 def big_batches(d: str, name: str, codec: str, mb: float, seed: int = 1) -> Segment:
