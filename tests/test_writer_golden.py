@@ -24,7 +24,15 @@ from sample_data.writer.indexes import offset_index_bytes, time_index_bytes, txn
 from sample_data.writer.log import LogConfig, write_partition
 from sample_data.writer.producer_snapshot import ProducerEntry, producer_snapshot_bytes
 from sample_data.writer.properties import meta_properties_text, partition_metadata_text
-from sample_data.writer.records import BATCH_HEAD, BATCH_TAIL, CONTROL_MASK, BatchSpec, Record, encode_batch
+from sample_data.writer.records import (
+    BATCH_HEAD,
+    BATCH_TAIL,
+    CONTROL_MASK,
+    BatchSpec,
+    Record,
+    encode_batch,
+    encode_legacy_message_set,
+)
 
 LOGDIR = GOLDEN / "logdir"
 GOLDEN_TOPIC = LOGDIR / "golden-topic-0"
@@ -271,3 +279,41 @@ def test_properties_and_metadata_byte_identical():
         assert ours.splitlines()[0] == text.splitlines()[0] and ours.splitlines()[2:] == text.splitlines()[2:], path
     for topic, tid in (("golden-topic-0", "R29sZGVuVG9waWNJZDAwMA"), ("legacy-topic-0", "TGVnYWN5VG9waWNJZDAwMA")):
         assert partition_metadata_text(tid).encode() == (LOGDIR / topic / "partition.metadata").read_bytes()
+
+
+def test_uncompressed_legacy_messages_reencode_byte_identical():
+    """legacy-topic-0's uncompressed v0/v1 messages (CreateTime, NO_TIMESTAMP, null key/value,
+    LogAppendTime) from their decoded fields; the compressed wrappers are judged by kafka-dump-log."""
+    data = (LOGDIR / "legacy-topic-0" / "00000000000000000000.log").read_bytes()
+    pos, checked, wrappers = 0, 0, 0
+    while pos < len(data):
+        offset, size = struct.unpack_from(">qi", data, pos)
+        raw = data[pos : pos + 12 + size]
+        magic, attrs = raw[16], raw[17]
+        p = 18
+        ts = None
+        if magic == 1:
+            (ts,) = struct.unpack_from(">q", raw, p)
+            p += 8
+        fields = []
+        for _ in range(2):
+            (n,) = struct.unpack_from(">i", raw, p)
+            p += 4
+            fields.append(None if n < 0 else raw[p : p + n])
+            p += max(n, 0)
+        if attrs & 7:
+            wrappers += 1
+        else:
+            log_append = bool(attrs & 0x08)
+            rec = Record(fields[0], fields[1], -1 if ts is None else ts)
+            ours = encode_legacy_message_set(
+                offset,
+                [rec],
+                magic=magic,
+                timestamp_type="log_append" if log_append else "create",
+                log_append_time=ts if log_append else None,
+            )
+            assert ours == raw, f"message at {pos}"
+            checked += 1
+        pos += 12 + size
+    assert (checked, wrappers) == (7, 7)
