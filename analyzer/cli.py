@@ -109,7 +109,11 @@ def sql(
 def _log_to_stderr() -> None:
     import logging
 
-    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(message)s", stream=sys.stderr)
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("%(levelname)s %(message)s"))
+    for name in ("jobs", "analyzer"):  # ours only: py4j and Spark stay quiet
+        logging.getLogger(name).setLevel(logging.INFO)
+        logging.getLogger(name).addHandler(handler)
 
 
 @app.command()
