@@ -86,6 +86,15 @@ def unclean_elections(cluster: Cluster) -> list[dict]:
             continue
         start, committed = e["epoch_start_offset"], e["committed_before"]
         lost = max(0, committed - start)
+        sources = ["event_log"]
+        if lost and any(
+            r["topic"] == e["topic"] and r["partition"] == e["partition"] and start <= r["offset"] < committed
+            for r in cluster.ledger
+        ):
+            sources.append("ledger")  # acked offsets at or after the new epoch's start
+        reps = [cluster.replica(b, e["topic"], e["partition"]) for b in cluster.part(e["topic"], e["partition"]).replicas]
+        if lost and any(r.ckpt_hw is not None and r.ckpt_hw > start and r.latest_epoch < e["epoch"] for r in reps):
+            sources.append("files")  # a replica of the old lineage still has a HW checkpoint above the epoch start
         out.append(
             _finding(
                 "unclean_leader_election",
@@ -102,7 +111,7 @@ def unclean_elections(cluster: Cluster) -> list[dict]:
                 else f"broker {e['leader']} was elected from outside the ISR",
                 leader_epochs=[e["epoch"]],
                 time_ms=e["t_ms"],
-                evidence_sources=["event_log", "files"] if lost else ["event_log"],
+                evidence_sources=sources,
             )
         )
     return out
@@ -274,7 +283,8 @@ def must_not_report(cluster: Cluster, findings: list[dict]) -> list[dict]:
                 p,
                 "a HW checkpoint below the LEO lags by design (flushed every 5 s, followers learn the HW a fetch late)",
             )
-        if len({r.leo for r in reps}) > 1:
+        lossy = {("truncation_below_hw", topic, p), ("acked_data_loss", topic, p)} & kinds
+        if len({r.leo for r in reps}) > 1 and not lossy:
             add(
                 "truncation_below_hw",
                 topic,
