@@ -44,7 +44,10 @@ def clean_failover(c: Cluster, size: Size) -> str:
     c.create_topic("cf", size.partitions, _rf(size), min_isr=min(2, size.brokers))
     _produce(c, "cf", size, _frac(size, 0.5))
     c.fetch(REPLICATE_ROUNDS)
-    c.stop(1)  # controlled shutdown: leadership moves to an in-sync follower
+    _produce(c, "cf", size, size.batch_records)
+    c.fetch(1)  # the followers have the last batch, but the leader's HW has not passed it yet
+    c.stop(1)  # controlled shutdown: leadership moves to an in-sync follower; the pending acks=all request fails
+    c.retry_failed()  # the producer retries: the new leader holds those records twice (benign, never acked twice)
     _produce(c, "cf", size, _frac(size, 0.5))
     c.fetch(REPLICATE_ROUNDS)
     c.restart(1)
@@ -172,6 +175,7 @@ def torn_write(c: Cluster, size: Size) -> str:
     c.produce("tw", 0, size.batch_records, batch_records=size.batch_records, value_bytes=size.value_bytes)
     c.tear(1, "tw", 0)  # power cut in the middle of writing that batch
     c.crash(1)
+    c.retry_failed()  # the producer sends it again to the new leader
     _produce(c, "tw", size, _frac(size, 0.3))
     c.fetch(REPLICATE_ROUNDS)
     c.collect()
@@ -235,7 +239,8 @@ def benign_mix(c: Cluster, size: Size) -> str:
     c.fetch(REPLICATE_ROUNDS)
     c.compact("bm-compact", 0, upto=c.replica(1, "bm-compact", 0).leo - len(keys))
     for p in range(size.partitions):
-        c.delete_records("bm", p, _frac(size, 0.1))
+        c.retention("bm", p, _frac(size, 0.1))  # the oldest segments expire
+        c.delete_records("bm", p, _frac(size, 0.2))  # then an operator deletes up to here: records stay on disk below it
     c.fetch(REPLICATE_ROUNDS)
     # leadership moves twice with no write in between: an epoch that holds no records
     c.stop(1)
@@ -255,7 +260,7 @@ def benign_mix(c: Cluster, size: Size) -> str:
     c.collect()
     return (
         "Everything here is benign: a compacted topic with cleaner gaps, a committed and an aborted transaction with "
-        "their markers, deleteRecords moving the log start, leader epochs that hold no records, followers lagging "
+        "their markers, retention and deleteRecords moving the log start, leader epochs that hold no records, followers lagging "
         "above the HW, and broker 3 killed at the end (stale checkpoints, preallocated indexes): only its "
         "unclean_shutdown (info) is a finding."
     )

@@ -118,3 +118,14 @@ def test_same_seed_same_bytes_other_seed_other_values(tmp_path):
         json.loads((a / "ground_truth.json").read_text())["expected_findings"]
         == json.loads((c / "ground_truth.json").read_text())["expected_findings"]
     )
+
+
+def test_a_retry_after_failover_duplicates_records_that_had_been_replicated():
+    cluster, _, _ = simulate("clean-failover")
+    failed = {(r["key_sha256"], r["value_sha256"]) for r in cluster.ledger_failed}
+    assert failed and all(r["error"].startswith("NOT_LEADER_OR_FOLLOWER") for r in cluster.ledger_failed)
+    leader = cluster.replica(cluster.part("cf", 0).leader, "cf", 0)
+    copies = [r.content for _, (_, r) in leader.record_at().items() if r is not None and r.content in failed]
+    assert len(copies) == 2 * len(failed)  # the first attempt (replicated, never acked) and the acked retry
+    acked = [(r["key_sha256"], r["value_sha256"]) for r in cluster.ledger if (r["key_sha256"], r["value_sha256"]) in failed]
+    assert sorted(acked) == sorted(failed)

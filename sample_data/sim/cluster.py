@@ -81,6 +81,7 @@ class Cluster:
         self._last_offset_ckpt = 0
         self._seq = 0
         self._pid_seq: dict[int, int] = {}
+        self.retriable: list[tuple[str, int, SimBatch]] = []  # acks=all sends that failed with a retriable error
         self.layouts: dict = {}  # (broker, topic, partition) -> PartitionLayout, after materialize
 
     # ------------------------------------------------------------------ bookkeeping
@@ -183,7 +184,6 @@ class Cluster:
         keys: list[bytes] | None = None,
     ) -> list[SimBatch]:
         """Send ``n`` records in batches to the current leader; returns the batches appended."""
-        part = self.part(topic, partition)
         appended = []
         remaining = n
         while remaining > 0:
@@ -192,6 +192,18 @@ class Cluster:
             recs = self._new_records(k, key_fmt, value_bytes)
             if keys is not None:
                 recs = [SimRecord(keys[(n - remaining - k + i) % len(keys)], r.value, r.timestamp) for i, r in enumerate(recs)]
+            batch = self._send(topic, partition, recs, acks, producer_id, transactional)
+            if batch is not None:
+                appended.append(batch)
+        return appended
+
+    def _send(
+        self, topic: str, partition: int, recs: list[SimRecord], acks: str, producer_id: int, transactional: bool
+    ) -> SimBatch | None:
+        """One produce request of one batch: refused, appended and acked, or appended and waiting."""
+        part = self.part(topic, partition)
+        k = len(recs)
+        try:
             leader = self.leader_replica(part)
             probe = SimBatch(0, tuple(recs), part.epoch)
             if leader is None:
@@ -199,7 +211,7 @@ class Cluster:
                     topic, partition, probe, acks, failed="NOT_LEADER_OR_FOLLOWER: no live leader"
                 )
                 self.event("producer", "send_failed", topic=topic, partition=partition, records=k, error="no leader")
-                continue
+                return None
             if acks == "all" and len(part.isr) < part.min_isr:
                 self.ledger_failed += self._ledger_rows(topic, partition, probe, acks, failed="NOT_ENOUGH_REPLICAS")
                 self.event(
@@ -211,7 +223,7 @@ class Cluster:
                     error="NOT_ENOUGH_REPLICAS",
                     isr=list(part.isr),
                 )
-                continue
+                return None
             seq = -1
             if producer_id >= 0:
                 seq = self._pid_seq.get(producer_id, 0)
@@ -226,7 +238,6 @@ class Cluster:
                 transactional=transactional,
             )
             leader.append(batch)
-            appended.append(batch)
             self.event(
                 f"broker-{part.leader}",
                 "append",
@@ -246,8 +257,19 @@ class Cluster:
             else:
                 self.pending.append(PendingAck(topic, partition, batch, part.epoch))
             self._maybe_advance_hw(part)
+            return batch
+        finally:
             self.advance(1)
-        return appended
+
+    def retry_failed(self) -> None:
+        """The producer's retries (retries > 0, not idempotent): the same records sent again to the
+        current leader. If the first attempt was in fact replicated, the log now holds them twice."""
+        todo, self.retriable = self.retriable, []
+        for topic, partition, batch in todo:
+            self.event(
+                "producer", "retry", topic=topic, partition=partition, records=batch.count, first_attempt_offset=batch.base_offset
+            )
+            self._send(topic, partition, list(batch.records), "all", -1, False)
 
     def write_marker(self, topic: str, partition: int, producer_id: int, control: str) -> SimBatch:
         """The transaction coordinator's COMMIT/ABORT marker: one offset, a control batch."""
@@ -393,6 +415,7 @@ class Cluster:
         for p in self.pending:
             if (p.topic, p.partition) == part.tp:
                 self.ledger_failed += self._ledger_rows(p.topic, p.partition, p.batch, "all", failed=error)
+                self.retriable.append((p.topic, p.partition, p.batch))
                 self.event(
                     "producer",
                     "send_failed",

@@ -17,7 +17,7 @@ from sample_data.writer.log import LogConfig, PartitionLayout, PartitionSpec, wr
 from sample_data.writer.records import BatchSpec, Record
 
 from .cluster import Cluster, Size
-from .model import Replica, SimBatch
+from .model import Replica, SimBatch, epochs_from_start
 
 
 def batch_spec(b: SimBatch, codec: str) -> BatchSpec:
@@ -43,12 +43,6 @@ def batch_spec(b: SimBatch, codec: str) -> BatchSpec:
         base_sequence=b.base_sequence,
         is_transactional=b.transactional,
     )
-
-
-def _epochs_from_start(epochs: list[tuple[int, int]], log_start: int) -> list[tuple[int, int]]:
-    """LeaderEpochFileCache.truncateFromStart: the epoch holding the log start now starts there."""
-    below = [e for e in epochs if e[1] <= log_start]
-    return ([(below[-1][0], log_start)] if below else []) + [e for e in epochs if e[1] > log_start]
 
 
 def _uuid(seed: int, name: str) -> str:
@@ -79,7 +73,7 @@ def materialize(cluster: Cluster, out_dir: Path, size: Size) -> list[dict]:
                 config,
                 topic_id=cluster.topic_ids[r.topic],
                 log_start_offset=r.log_start if r.log_start > first else None,
-                leader_epochs=_epochs_from_start(r.epochs, r.log_start),
+                leader_epochs=epochs_from_start(r.epochs, r.log_start),
             )
         written = write_broker_dir(
             out_dir / f"broker-{b}",

@@ -19,6 +19,13 @@ def sha256_hex(data: bytes | None) -> str | None:
     return None if data is None else hashlib.sha256(data).hexdigest()
 
 
+def epochs_from_start(epochs: list[tuple[int, int]], log_start: int) -> list[tuple[int, int]]:
+    """LeaderEpochFileCache.truncateFromStart, as the checkpoint file shows it once the log start moved:
+    the epoch holding the log start now starts there."""
+    below = [e for e in epochs if e[1] <= log_start]
+    return ([(below[-1][0], log_start)] if below else []) + [e for e in epochs if e[1] > log_start]
+
+
 @dataclass(frozen=True)
 class SimRecord:
     """One record as the producer sent it; the content an analyzer compares across replicas."""

@@ -13,7 +13,7 @@ from collections import defaultdict
 from collections.abc import Iterable
 
 from .cluster import Cluster
-from .model import Replica
+from .model import Replica, epochs_from_start
 
 MARKER = ("control", "control")
 
@@ -346,7 +346,7 @@ def replica_summary(cluster: Cluster) -> dict:
             "log_start_checkpoint": r.ckpt_log_start,
             "cleaner_offset": r.cleaner_offset,
             "first_offset": r.batches[0].base_offset if r.batches else None,
-            "leader_epoch_checkpoint": [list(e) for e in r.epochs],
+            "leader_epoch_checkpoint": [list(e) for e in epochs_from_start(r.epochs, r.log_start)],
             "batch_epoch_ranges": {str(k): v for k, v in by_epoch.items()},
             "records": sum(bt.count for bt in r.batches),
         }
