@@ -1,0 +1,86 @@
+"""``kafka-forensics sql``: one query, or an interactive prompt, over an output DIR's catalog."""
+
+from __future__ import annotations
+
+import csv
+import os
+import sys
+from pathlib import Path
+from typing import TextIO
+
+from pyspark.sql import DataFrame, SparkSession
+
+FORMATS = ("table", "json", "csv")
+HISTORY = Path(os.environ.get("KF_SQL_HISTORY", Path.home() / ".kafka_forensics_sql_history"))
+MAX_TABLE_ROWS = 10_000
+
+
+def emit(df: DataFrame, fmt: str, out: TextIO = sys.stdout) -> int:
+    """Print ``df`` as a text table, JSON Lines or CSV; returns the row count."""
+    if fmt == "json":
+        n = 0
+        from pyspark.sql import functions as F
+
+        for row in df.select(F.to_json(F.struct(*[F.col(f"`{c}`") for c in df.columns]))).toLocalIterator():
+            out.write(row[0] + "\n")
+            n += 1
+        return n
+    if fmt == "csv":
+        writer = csv.writer(out, lineterminator="\n")
+        writer.writerow(df.columns)
+        n = 0
+        for row in df.toLocalIterator():
+            writer.writerow(["" if v is None else v for v in row])
+            n += 1
+        return n
+    rows = df.limit(MAX_TABLE_ROWS + 1).collect()
+    out.write(df.limit(MAX_TABLE_ROWS)._jdf.showString(MAX_TABLE_ROWS, 0, False))
+    if len(rows) > MAX_TABLE_ROWS:
+        out.write(f"(first {MAX_TABLE_ROWS} rows; use --format csv or json for all)\n")
+    return min(len(rows), MAX_TABLE_ROWS)
+
+
+def run_query(spark: SparkSession, query: str, fmt: str = "table", out: TextIO = sys.stdout) -> int:
+    return emit(spark.sql(query), fmt, out)
+
+
+def repl(spark: SparkSession, fmt: str = "table") -> None:
+    """A prompt with history (readline); a statement ends with ';' or an empty line."""
+    try:
+        import readline
+
+        readline.set_history_length(1000)
+        if HISTORY.is_file():
+            readline.read_history_file(HISTORY)
+    except (ImportError, OSError):
+        readline = None  # type: ignore[assignment]
+    print("tables: " + ", ".join(t.name for t in spark.catalog.listTables()), file=sys.stderr)
+    print("end a statement with ';'; Ctrl-D to quit", file=sys.stderr)
+    buf: list[str] = []
+    while True:
+        try:
+            line = input("sql> " if not buf else "...> ")
+        except EOFError:
+            print(file=sys.stderr)
+            break
+        except KeyboardInterrupt:
+            buf = []
+            print(file=sys.stderr)
+            continue
+        buf.append(line)
+        text = "\n".join(buf).strip()
+        if not text:
+            buf = []
+            continue
+        if not (text.endswith(";") or line.strip() == ""):
+            continue
+        buf = []
+        try:
+            run_query(spark, text.rstrip(";"), fmt)
+        except Exception as exc:  # AnalysisException, ParseException...: show and go on
+            print(f"error: {str(exc).splitlines()[0]}", file=sys.stderr)
+    if readline is not None:
+        try:
+            readline.write_history_file(HISTORY)
+        except OSError:
+            pass
