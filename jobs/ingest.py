@@ -180,14 +180,25 @@ def resolve_roots(inputs: list[Path], work_dir: Path) -> tuple[list[disc.Root], 
 
     roots: list[disc.Root] = []
     problems: list[dict] = []
+    used: set[str] = set()
+
+    def name_for(path: Path) -> str:
+        # several inputs: paths start with the input's own name so they cannot collide
+        name, n = path.name, 1
+        while name in used:
+            n += 1
+            name = f"{path.name}~{n}"
+        used.add(name)
+        return name
+
     for i, raw in enumerate(inputs):
         path = Path(raw)
         if path.is_dir():
-            roots.append(disc.Root(path.resolve(), ""))
+            roots.append(disc.Root(path.resolve(), name_for(path.resolve()) if len(inputs) > 1 else ""))
         elif archives.is_archive(path):
             dest = Path(work_dir) / WORK / "inputs" / f"{i}"
             problems += archives.extract(path, dest)
-            roots.append(disc.Root(dest, path.name, path.name))
+            roots.append(disc.Root(dest, name_for(path), path.name))
         else:
             raise ValueError(f"{path}: not a directory or a supported archive (.tar, .tar.gz, .tgz, .tar.xz, .zip)")
     return roots, problems

@@ -1,0 +1,65 @@
+"""Discovery: log dirs and brokers from the layouts operators collect (no Spark)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from conftest import FOUND, REAL
+
+from jobs.discover import Root, discover
+
+
+def brokers(path: Path, prefix: str = "") -> dict[int, object]:
+    return {b.broker: b for b in discover([Root(path, prefix)]).brokers}
+
+
+def test_real_cluster_brokers_and_controller():
+    found = brokers(REAL / "crash-only")
+    assert set(found) == {1, 2, 3, 100}
+    assert found[100].roles == "controller"
+    assert {found[i].roles for i in (1, 2, 3)} == {"broker"}
+    assert {b.id_source for b in found.values()} == {"meta.properties"}
+    assert found[1].log_dirs == ["broker-1"]
+    assert found[1].cluster_id == "HoldoutRealCluster000w"
+
+
+def test_non_log_dirs_are_ignored():
+    files = discover([Root(REAL / "crash-only", "")]).files
+    assert not any(f.path.startswith(("dumps/", "server-logs/")) or "/" not in f.path for f in files)
+
+
+def test_three_zookeeper_brokers():
+    found = brokers(FOUND / "k3x-zk-3brokers-shubhamdixit863")
+    assert sorted(found) == [1, 2, 3]
+    assert found[2].log_dirs == ["kafka-logs-2"]
+
+
+def test_single_log_dir_is_named_by_its_folder():
+    d = discover([Root(FOUND / "k010-zk-v1-bullshit" / "kafka-logs", "")])
+    assert [b.log_dirs for b in d.brokers] == [["kafka-logs"]]
+    assert all(f.path.startswith("kafka-logs/") for f in d.files)
+    assert any(f.topic == "TEST-TOPIC" and f.partition == 0 and f.dir_state == "live" for f in d.files)
+
+
+def test_jbod_two_log_dirs_one_broker(tmp_path):
+    for ld, topic in (("logs-a", "t-0"), ("logs-b", "t-1")):
+        (tmp_path / "broker-5" / ld / topic).mkdir(parents=True)
+        (tmp_path / "broker-5" / ld / "meta.properties").write_text(f"version=1\nnode.id=5\ncluster.id=C\ndirectory.id=dir-{ld}\n")
+        (tmp_path / "broker-5" / ld / topic / "00000000000000000000.log").write_bytes(b"")
+    found = brokers(tmp_path)
+    assert list(found) == [5]
+    assert found[5].log_dirs == ["broker-5/logs-a", "broker-5/logs-b"]
+    assert found[5].directory_ids == ["dir-logs-a", "dir-logs-b"]
+
+
+def test_folder_name_fallback(tmp_path):
+    (tmp_path / "kafka-7" / "orders-0").mkdir(parents=True)
+    (tmp_path / "kafka-7" / "orders-0" / "00000000000000000000.log").write_bytes(b"")
+    (tmp_path / "kafka-7" / "orders-0" / "00000000000000000000.log.deleted").write_bytes(b"")
+    (tmp_path / "kafka-7" / "orders-0.abc-delete").mkdir()
+    (tmp_path / "kafka-7" / "orders-0.abc-delete" / "00000000000000000000.log").write_bytes(b"")
+    d = discover([Root(tmp_path, "")])
+    assert [(b.broker, b.id_source) for b in d.brokers] == [(7, "folder")]
+    kinds = {(f.path, f.kind, f.dir_state) for f in d.files}
+    assert ("kafka-7/orders-0/00000000000000000000.log.deleted", "pending_delete", "live") in kinds
+    assert ("kafka-7/orders-0.abc-delete/00000000000000000000.log", "segment", "delete") in kinds
