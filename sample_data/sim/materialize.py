@@ -10,17 +10,33 @@ indexes for a crashed broker.
 from __future__ import annotations
 
 import uuid
+from dataclasses import replace
 from pathlib import Path
 
+from sample_data.writer.compression import compress
 from sample_data.writer.indexes import OFFSET_ENTRY_SIZE, TIME_ENTRY_SIZE
 from sample_data.writer.log import LogConfig, PartitionLayout, PartitionSpec, write_broker_dir
-from sample_data.writer.records import BatchSpec, Record
+from sample_data.writer.records import BatchSpec, Record, encode_records
 
 from .cluster import Cluster, Size
 from .model import Replica, SimBatch, epochs_from_start
 
 
-def batch_spec(b: SimBatch, codec: str) -> BatchSpec:
+def batch_spec(b: SimBatch, codec: str, cache: dict | None = None) -> BatchSpec:
+    """The writer's BatchSpec of a simulated batch. Replicas share batch objects, so with ``cache``
+    each batch's records are encoded and compressed once, not once per replica."""
+    if cache is None:
+        return _batch_spec(b, codec)
+    spec = cache.get(id(b))
+    if spec is None:
+        spec = _batch_spec(b, codec)
+        if not b.control:
+            spec = replace(spec, stored_payload=compress(codec, encode_records(spec)))
+        cache[id(b)] = spec
+    return spec
+
+
+def _batch_spec(b: SimBatch, codec: str) -> BatchSpec:
     if b.control:
         return BatchSpec(
             b.base_offset,
@@ -60,6 +76,7 @@ def materialize(cluster: Cluster, out_dir: Path, size: Size) -> list[dict]:
     config = LogConfig(segment_bytes=size.segment_bytes, index_interval_bytes=size.index_interval_bytes)
     torn = {(d["broker"], d["topic"], d["partition"]): d for d in cluster.damage if d["kind"] == "torn_tail"}
     layouts: dict[tuple[int, str, int], PartitionLayout] = {}
+    encoded: dict = {}
     for b, broker in sorted(cluster.brokers.items()):
         reps: list[Replica] = [r for (rb, _, _), r in sorted(cluster.replicas.items()) if rb == b]
         parts = {}
@@ -69,7 +86,7 @@ def materialize(cluster: Cluster, out_dir: Path, size: Size) -> list[dict]:
                 batches.append(torn[(b, r.topic, r.partition)]["batch"])
             first = batches[0].base_offset if batches else r.log_start
             parts[r.tp] = PartitionSpec(
-                [batch_spec(x, size.codec) for x in batches],
+                [batch_spec(x, size.codec, encoded) for x in batches],
                 config,
                 topic_id=cluster.topic_ids[r.topic],
                 log_start_offset=r.log_start if r.log_start > first else None,

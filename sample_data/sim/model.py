@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass, field
+from functools import cached_property
 
 UNDEFINED_EPOCH = -1  # LeaderEpochFileCache / OffsetsForLeaderEpoch "no such epoch"
 NO_PRODUCER_ID = -1
@@ -34,7 +35,7 @@ class SimRecord:
     value: bytes | None
     timestamp: int
 
-    @property
+    @cached_property
     def content(self) -> tuple[str | None, str | None]:
         """(key sha256, value sha256): what "the same record" means for ground truth."""
         return sha256_hex(self.key), sha256_hex(self.value)
