@@ -83,7 +83,10 @@ def test_ground_truth_speaks_the_contract(generated, name):
     reported = {(f["kind"], f["topic"], f["partition"]) for f in truth["expected_findings"]}
     for m in truth["must_not_report"]:
         assert m["kind"] in kinds and m["why"]
-        assert (m["kind"], m["topic"], m["partition"]) not in reported
+        if "broker" in m:  # broker-level: no finding of that kind names this broker
+            assert not any(f["kind"] == m["kind"] and m["broker"] in f["brokers"] for f in truth["expected_findings"])
+        else:
+            assert (m["kind"], m["topic"], m["partition"]) not in reported
 
 
 STORIES = {  # the kinds each story must produce on its incident partition (partition 0, or broker-level)

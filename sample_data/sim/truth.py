@@ -323,8 +323,29 @@ def must_not_report(cluster: Cluster, findings: list[dict]) -> list[dict]:
     failed = {(r["topic"], r["partition"]) for r in cluster.ledger_failed}
     for topic, p in sorted(failed):
         add("acked_data_loss", topic, p, "unacknowledged sends (ledger_failed.jsonl) are never lost data")
-    if not any(br.crashed for br in cluster.brokers.values()):
+    retried = {(e["topic"], e["partition"]) for e in cluster.events if e["action"] == "retry"}
+    for topic, p in sorted(retried):
+        add(
+            "duplicate_sequence",
+            topic,
+            p,
+            "a non-idempotent producer's retry after a failover wrote records twice (no producer id or sequence to compare); acked once",
+        )
+    crashed = [b for b, br in sorted(cluster.brokers.items()) if br.crashed]
+    if not crashed:
         add("unclean_shutdown", None, None, "every broker stopped cleanly (.kafka_cleanshutdown present)")
+    else:
+        for b, br in sorted(cluster.brokers.items()):
+            if not br.crashed:
+                out.append(
+                    {
+                        "kind": "unclean_shutdown",
+                        "topic": None,
+                        "partition": None,
+                        "broker": b,
+                        "why": f"broker {b} stopped cleanly (.kafka_cleanshutdown present)",
+                    }
+                )
     return out
 
 
