@@ -288,6 +288,8 @@ def simulate(name: str, seed: int = 0, truncation: str | None = None, **size) ->
     if unknown:
         raise TypeError(f"unknown size options {sorted(unknown)}; expected some of {sorted(SIZE_FIELDS)}")
     sz = Size(**size)
+    if sz.brokers < 2 or sz.partitions < 1 or sz.records < sz.batch_records:
+        raise ValueError("scenarios need at least 2 brokers, 1 partition and one batch of records")
     cluster = _cluster(sz, seed, truncation or TRUNCATION_RULE.get(name, "kip279"))
     description = SCENARIOS[name](cluster, sz)
     return cluster, sz, description

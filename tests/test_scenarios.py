@@ -69,6 +69,29 @@ def test_parsers_find_exactly_the_problems_ground_truth_names(generated, name):
     assert sorted(found) == sorted(expected)
 
 
+SCALED = {"brokers": 4, "partitions": 2, "codec": "zstd", "segment_bytes": 4096, "records": 400}
+
+
+@pytest.fixture(scope="module")
+def scaled(tmp_path_factory) -> dict[str, Path]:
+    root = tmp_path_factory.mktemp("scaled")
+    return {name: generate(name, root, seed=3, **SCALED) for name in NAMES}
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_scaled_scenarios_keep_their_story_and_exact_problems(scaled, name):
+    """More brokers and partitions, compressed, small segments: the same story on partition 0,
+    and still exactly the named problems in the files."""
+    test_parsers_find_exactly_the_problems_ground_truth_names(scaled, name)
+    test_each_story_produces_its_findings(scaled, name)
+    test_losses_agree_with_the_bytes_and_the_ledger(scaled, name)
+
+
+def test_too_small_a_cluster_is_refused(tmp_path):
+    with pytest.raises(ValueError):
+        generate("clean-failover", tmp_path, brokers=1)
+
+
 @pytest.mark.parametrize("name", NAMES)
 def test_ground_truth_speaks_the_contract(generated, name):
     truth = _truth(generated[name])
