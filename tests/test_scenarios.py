@@ -101,7 +101,7 @@ def test_ground_truth_speaks_the_contract(generated, name):
         assert f["kind"] in kinds
         assert f["severity"] in ("error", "warning", "info")
         assert {"topic", "partition", "brokers", "first_offset", "last_offset", "records", "explanation"} <= set(f)
-        if f["first_offset"] is not None and f["last_offset"] is not None:
+        if f["records"] is not None and f["last_offset"] is not None:
             assert f["records"] <= f["last_offset"] - f["first_offset"] + 1
     reported = {(f["kind"], f["topic"], f["partition"]) for f in truth["expected_findings"]}
     for m in truth["must_not_report"]:
@@ -117,7 +117,7 @@ STORIES = {  # the kinds each story must produce on its incident partition (part
     "kip-101-safe": set(),
     "benign-mix": {"unclean_shutdown"},
     "hw-two-fetch": {"acked_data_loss", "truncation_below_hw"},
-    "kafka-1211-divergence": {"replica_divergence", "acked_data_loss", "truncation_below_hw"},
+    "kafka-1211-divergence": {"replica_divergence", "acked_data_loss", "truncation_below_hw", "leader_epoch_conflict"},
     "unclean-election": {"acked_data_loss", "truncation_below_hw", "unclean_leader_election"},
     "acks-all-min-isr-1": {"replica_divergence", "acked_data_loss", "unclean_leader_election", "unclean_shutdown"},
     "torn-write": {"torn_tail", "unclean_shutdown"},

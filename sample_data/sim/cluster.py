@@ -128,7 +128,7 @@ class Cluster:
             part = PartitionState(topic, p, assigned, min_isr=min_isr, compacted=compacted)
             self.partitions[(topic, p)] = part
             for b in assigned:
-                self.replicas[(b, topic, p)] = Replica(b, topic, p)
+                self.replicas[(b, topic, p)] = Replica(b, topic, p, legacy_epoch_cache=self.truncation != "kip279")
             part.isr = list(assigned)
             self.event(
                 "controller",

@@ -92,6 +92,7 @@ class Replica:
     ckpt_recovery: int | None = None
     ckpt_log_start: int | None = None
     cleaner_offset: int | None = None
+    legacy_epoch_cache: bool = False  # LeaderEpochFileCache.assign before KIP-279 (Kafka 1.x)
 
     @property
     def tp(self) -> tuple[str, int]:
@@ -105,6 +106,11 @@ class Replica:
         """LeaderEpochFileCache.assign: a different epoch (or an earlier start for the latest one)
         replaces every entry with an epoch >= it or a start offset >= its start (so an epoch that
         never held a record disappears when the next one starts at the same offset)."""
+        if self.legacy_epoch_cache:  # Kafka < 2.0: only a newer epoch at or after the latest start is added
+            if epoch > self.latest_epoch and (not self.epochs or start_offset >= self.epochs[-1][1]):
+                self.epochs.append((epoch, start_offset))
+                return True
+            return False
         if self.epochs and epoch == self.epochs[-1][0] and start_offset >= self.epochs[-1][1]:
             return False
         while self.epochs and (self.epochs[-1][0] >= epoch or self.epochs[-1][1] >= start_offset):

@@ -206,6 +206,40 @@ def replica_divergence(cluster: Cluster) -> list[dict]:
     return out
 
 
+def leader_epoch_conflicts(cluster: Cluster) -> list[dict]:
+    """Replicas whose leader-epoch caches give different start offsets to an epoch that holds
+    records on each of them (an epoch holding no records may differ: benign)."""
+    out = []
+    for (topic, p), part in sorted(cluster.partitions.items()):
+        starts: dict[int, dict[int, int]] = defaultdict(dict)
+        for b in part.replicas:
+            rep = cluster.replica(b, topic, p)
+            held = {bt.epoch for bt in rep.batches}
+            for e, start in epochs_from_start(rep.epochs, rep.log_start):
+                if e in held:
+                    starts[e][b] = start
+        for e, by_broker in sorted(starts.items()):
+            if len(set(by_broker.values())) > 1:
+                lo, hi = min(by_broker.values()), max(by_broker.values())
+                out.append(
+                    _finding(
+                        "leader_epoch_conflict",
+                        "warning",
+                        topic,
+                        p,
+                        list(by_broker),
+                        lo,
+                        hi - 1,
+                        None,
+                        f"brokers disagree on where leader epoch {e} starts: "
+                        + ", ".join(f"broker {b} at {s}" for b, s in sorted(by_broker.items())),
+                        leader_epochs=[e],
+                        evidence_sources=["files"],
+                    )
+                )
+    return out
+
+
 def truncations_below_hw(cluster: Cluster) -> list[dict]:
     out = []
     for e in cluster.events:
@@ -258,6 +292,7 @@ def expected_findings(cluster: Cluster, problems: list[dict]) -> list[dict]:
     return (
         damage_findings(problems)
         + replica_divergence(cluster)
+        + leader_epoch_conflicts(cluster)
         + acked_data_loss(cluster)
         + truncations_below_hw(cluster)
         + unclean_elections(cluster)
