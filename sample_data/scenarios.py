@@ -329,6 +329,7 @@ def generate(name: str, out_dir: Path, seed: int = 0, truncation: str | None = N
             "failed_file": "ledger_failed.jsonl",
             "failed": len(cluster.ledger_failed),
         },
+        "leadership_history": [e for e in cluster.events if e["action"] in ("leader", "offline", "isr_shrink", "isr_expand")],
         "replicas": replica_summary(cluster),
         "events": cluster.events,
     }

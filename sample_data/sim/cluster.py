@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import random
 from dataclasses import dataclass
+from datetime import UTC, datetime
 
 from .model import UNDEFINED_EPOCH, Broker, PartitionState, PendingAck, Replica, SimBatch, SimRecord
 
@@ -86,7 +87,8 @@ class Cluster:
 
     # ------------------------------------------------------------------ bookkeeping
     def event(self, actor: str, action: str, **what) -> None:
-        self.events.append({"t_ms": self.now, "actor": actor, "action": action, **what})
+        ts = datetime.fromtimestamp((START_MS + self.now) / 1000, UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+        self.events.append({"ts": ts, "t_ms": self.now, "actor": actor, "action": action, **what})
 
     def advance(self, ms: int) -> None:
         """Move the clock; run the periodic checkpoints and ISR shrinks that fall due on the way."""
