@@ -1,0 +1,13 @@
+"""docs/tables.md is generated from the code and must be current."""
+
+from jobs import tables_doc
+
+
+def test_tables_doc_is_current():
+    assert tables_doc.main(["--check"]) == 0, "run: python -m jobs.tables_doc"
+
+
+def test_every_table_documented():
+    text = tables_doc.DOC.read_text()
+    for name in tables_doc.ALL_TABLES:
+        assert f"## `{name}`" in text
