@@ -256,12 +256,14 @@ def benign_mix(c: Cluster, size: Size) -> str:
     _produce(c, "bm", size, size.batch_records)
     c.fetch(1)
     if size.brokers >= 3:
-        c.crash(3)  # killed right after: stale HW checkpoint, preallocated indexes, no marker
+        c.roll_then_crash(3, "bm-txn", 0)  # killed right after a roll of bm-txn-0 (0-byte .log and .snapshot) ...
+        # ... and everywhere else: stale HW checkpoint, preallocated indexes, no marker
     c.collect()
     return (
         "Everything here is benign: a compacted topic with cleaner gaps, a committed and an aborted transaction with "
         "their markers, retention and deleteRecords moving the log start, leader epochs that hold no records, followers lagging "
-        "above the HW, and broker 3 killed at the end (stale checkpoints, preallocated indexes): only its "
+        "above the HW, and broker 3 killed at the end, just after a roll (stale checkpoints, preallocated indexes, a 0-byte "
+        "active segment and snapshot): only its "
         "unclean_shutdown (info) is a finding."
     )
 

@@ -676,6 +676,12 @@ class Cluster:
         self.damage.append({"kind": "index_mismatch", "broker": b, "topic": topic, "partition": partition})
         self.event(f"broker-{b}", "index_corruption", topic=topic, partition=partition)
 
+    def roll_then_crash(self, b: int, topic: str, partition: int) -> None:
+        """kill -9 right after the partition's log rolled: the files show it (materialize), the model not."""
+        self.damage.append({"kind": "rolled_before_kill", "broker": b, "topic": topic, "partition": partition})
+        self.event(f"broker-{b}", "roll", topic=topic, partition=partition, new_segment=self.replica(b, topic, partition).leo)
+        self.crash(b)
+
     def collect(self) -> None:
         """Stop every live broker cleanly before the directories are copied (crashed ones stay as they are)."""
         for b, br in sorted(self.brokers.items()):

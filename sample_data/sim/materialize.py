@@ -14,8 +14,8 @@ from dataclasses import replace
 from pathlib import Path
 
 from sample_data.writer.compression import compress
-from sample_data.writer.indexes import OFFSET_ENTRY_SIZE, TIME_ENTRY_SIZE
-from sample_data.writer.log import LogConfig, PartitionLayout, PartitionSpec, write_broker_dir
+from sample_data.writer.indexes import OFFSET_ENTRY_SIZE, TIME_ENTRY_SIZE, offset_index_bytes, time_index_bytes
+from sample_data.writer.log import LogConfig, PartitionLayout, PartitionSpec, segment_file_name, write_broker_dir
 from sample_data.writer.records import BatchSpec, Record, encode_records
 
 from .cluster import Cluster, Size
@@ -118,7 +118,26 @@ def materialize(cluster: Cluster, out_dir: Path, size: Size) -> list[dict]:
             problems.append(_tear(lay, out_dir))
         elif d["kind"] == "index_mismatch":
             problems.append(_corrupt_index(lay, out_dir))
+        elif d["kind"] == "rolled_before_kill":
+            _rolled_before_kill(lay, cluster.replica(d["broker"], d["topic"], d["partition"]))
     return problems
+
+
+def _rolled_before_kill(lay: PartitionLayout, rep: Replica) -> None:
+    """Killed right after a roll (crash-only in the real-cluster fixtures): the old active segment's
+    indexes were trimmed by the roll (with its last time-index entry), the new segment has a 0-byte
+    .log, no index files yet (created lazily) and a 0-byte .snapshot (the async snapshot never ran)."""
+    seg = lay.active_segment
+    in_seg = [b for b in rep.batches if seg.base_offset <= b.base_offset < lay.log_end_offset and b.records]
+    time_entries = list(seg.time_index_entries)
+    if in_seg:
+        ts, off = max((max(r.timestamp for r in b.records), b.last_offset) for b in in_seg)
+        if not time_entries or ts > time_entries[-1][0]:
+            time_entries.append((ts, off))  # onBecomeInactiveSegment: the segment's max timestamp
+    seg.index_path.write_bytes(offset_index_bytes(seg.base_offset, seg.index_entries))
+    seg.time_index_path.write_bytes(time_index_bytes(seg.base_offset, time_entries))
+    for suffix in (".log", ".snapshot"):
+        (lay.dir / segment_file_name(lay.log_end_offset, suffix)).write_bytes(b"")
 
 
 def _tear(lay: PartitionLayout, root: Path) -> dict:

@@ -355,6 +355,16 @@ def must_not_report(cluster: Cluster, findings: list[dict]) -> list[dict]:
                 p,
                 "a crashed broker's active-segment indexes are preallocated and zero-padded: part of unclean_shutdown",
             )
+    for d in cluster.damage:
+        if d["kind"] == "rolled_before_kill":
+            for kind in ("torn_tail", "segment_gap", "invalid_batch"):
+                add(
+                    kind,
+                    d["topic"],
+                    d["partition"],
+                    f"broker {d['broker']} was killed right after a roll: a 0-byte active "
+                    "segment and a 0-byte producer snapshot are crash artifacts (part of unclean_shutdown)",
+                )
     failed = {(r["topic"], r["partition"]) for r in cluster.ledger_failed}
     for topic, p in sorted(failed):
         add("acked_data_loss", topic, p, "unacknowledged sends (ledger_failed.jsonl) are never lost data")
