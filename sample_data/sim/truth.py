@@ -289,7 +289,8 @@ def damage_findings(problems: list[dict]) -> list[dict]:
 
 
 def expected_findings(cluster: Cluster, problems: list[dict]) -> list[dict]:
-    return (
+    """Every finding, each with a stable ``id`` (kind, where, first offset, brokers)."""
+    found = (
         damage_findings(problems)
         + replica_divergence(cluster)
         + leader_epoch_conflicts(cluster)
@@ -298,6 +299,9 @@ def expected_findings(cluster: Cluster, problems: list[dict]) -> list[dict]:
         + unclean_elections(cluster)
         + unclean_shutdowns(cluster)
     )
+    for f in found:
+        f["id"] = f"{f['kind']}:{f['topic']}-{f['partition']}:{f['first_offset']}:{'-'.join(map(str, f['brokers']))}"
+    return found
 
 
 def must_not_report(cluster: Cluster, findings: list[dict]) -> list[dict]:
