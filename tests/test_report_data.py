@@ -135,10 +135,10 @@ def make_out_dir(out: Path, *, findings: list[dict] | None = None, tables: tuple
     summary = {"errors": sum(f["severity"] == "error" for f in findings), "warnings": sum(f["severity"] == "warning" for f in findings),
                "infos": sum(f["severity"] == "info" for f in findings),
                "records_lost": sum(f["records"] or 0 for f in findings if f["kind"] == "acked_data_loss")}
-    doc = {"version": 1, "generated_at": "2026-11-22T21:00:00Z", "input": {"roots": ["/evidence/incident-42"]}, "summary": summary, "findings": findings}
+    doc = {"version": 1, "generated_at": "2026-11-22T21:00:00Z", "input": {"paths": ["/evidence/incident-42"], "brokers": [1, 2, 3]}, "summary": summary, "findings": findings}
     (out / "findings.json").write_text(json.dumps(doc, indent=2), encoding="utf-8")
     if run:
-        (out / "run.json").write_text(json.dumps({"inputs": ["/evidence/incident-42"], "master": "local[*]", "timings": {"ingest": 12.5, "jobs": 8.1}}))
+        (out / "run.json").write_text(json.dumps({"input": {"paths": ["/evidence/incident-42"]}, "master": "local[*]", "seconds": {"ingest": 12.5, "jobs": 8.1}}))
     return out
 
 

@@ -240,9 +240,12 @@ def overview(data: ReportData) -> dict[str, Any]:
 
 
 def _inputs(data: ReportData) -> list[str]:
-    for source in (data.run or {}, data.findings_doc.get("input") or {}):
-        for key in ("inputs", "input_roots", "roots", "input"):
+    """Input roots from run.json or findings.json's ``input`` (``{"paths": [...]}`` or a list)."""
+    for source in (data.run or {}, data.findings_doc):
+        for key in ("input", "inputs", "input_roots", "roots"):
             value = source.get(key) if isinstance(source, dict) else None
+            if isinstance(value, dict):
+                value = value.get("paths") or value.get("roots") or value.get("inputs")
             if value:
                 return [str(v) for v in _as_list(value)]
     return []

@@ -129,6 +129,15 @@ def _brokers(data: ReportData) -> list[dict[str, Any]]:
     return out
 
 
+def _timings(run: dict[str, Any] | None) -> dict[str, Any]:
+    """run.json's seconds per phase (``seconds``, or ``timings`` in older runs), scalars only."""
+    for key in ("seconds", "timings"):
+        value = (run or {}).get(key)
+        if isinstance(value, dict):
+            return {k: v for k, v in value.items() if isinstance(v, (int, float, str))}
+    return {}
+
+
 def build_context(data: ReportData) -> dict[str, Any]:
     """Everything the template shows, as plain values (the template has no logic beyond loops)."""
     groups = findings_by_partition(data.findings)
@@ -183,7 +192,7 @@ def build_context(data: ReportData) -> dict[str, Any]:
         "clean_partitions": [section(k) for k in clean],
         "notes": data.notes + [missing_sentences.get(n, f"{n} is missing.") for n in missing],
         "manifest": _manifest(data),
-        "timings": (data.run or {}).get("timings") if isinstance((data.run or {}).get("timings"), dict) else {},
+        "timings": _timings(data.run),
         "payload": script_json({"base_layout": figures.BASE_LAYOUT, "trace_styles": figures.MARKER_STYLES, "partitions": payload}),
         "css": _static("report.css"),
         "report_js": _static("report.js"),
