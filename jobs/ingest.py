@@ -133,7 +133,7 @@ def plan_tasks(files: list[disc.FileEntry]) -> list[dict]:
     return tasks
 
 
-def _parse_stage(payloads: bool, files_acc, bytes_acc):
+def _parse_stage(payloads: bool, files_acc, bytes_acc, parse_acc):
     """The mapInArrow function of step 3 (a closure Spark ships to the executors)."""
 
     def run(batches):
@@ -142,7 +142,8 @@ def _parse_stage(payloads: bool, files_acc, bytes_acc):
         for batch in batches:
             for task in batch.to_pylist():
                 out = []
-                for row in run_task(task["task"], task["files"], payloads):
+                timing: dict = {}
+                for row in run_task(task["task"], task["files"], payloads, timing):
                     out.append(row)
                     if len(out) >= 4:
                         yield pa.RecordBatch.from_pylist(out, schema=STAGE_SCHEMA)
@@ -150,6 +151,7 @@ def _parse_stage(payloads: bool, files_acc, bytes_acc):
                 if out:
                     yield pa.RecordBatch.from_pylist(out, schema=STAGE_SCHEMA)
                 files_acc.add(len(task["files"]))
+                parse_acc.add(timing.get("parse", 0.0))
                 bytes_acc.add(task["bytes"])
 
     return run
@@ -225,7 +227,7 @@ def ingest(spark: SparkSession, inputs: list[Path], work_dir: Path, payloads: bo
     seconds = {"discover": time.monotonic() - t0}
 
     sc = spark.sparkContext
-    files_acc, bytes_acc = sc.accumulator(0), sc.accumulator(0)
+    files_acc, bytes_acc, parse_acc = sc.accumulator(0), sc.accumulator(0), sc.accumulator(0.0)
     stage = work_dir / STAGE
     t1 = time.monotonic()
     with Progress(len(found.files), total_bytes, lambda: (files_acc.value, bytes_acc.value), enabled=progress):
@@ -234,9 +236,10 @@ def ingest(spark: SparkSession, inputs: list[Path], work_dir: Path, payloads: bo
             task_df = spark.createDataFrame(rdd, TASK_SCHEMA)
             from .parse_tasks import STAGE_SCHEMA
 
-            staged = task_df.mapInArrow(_parse_stage(payloads, files_acc, bytes_acc), _spark_schema(STAGE_SCHEMA))
+            staged = task_df.mapInArrow(_parse_stage(payloads, files_acc, bytes_acc, parse_acc), _spark_schema(STAGE_SCHEMA))
             staged.write.mode("overwrite").option("compression", "none").partitionBy("table").parquet(str(stage))
     seconds["parse"] = time.monotonic() - t1
+    seconds["task_parse"] = parse_acc.value  # summed over tasks: reading, hashing, parsing only
 
     t2 = time.monotonic()
     rows: dict[str, int] = {}

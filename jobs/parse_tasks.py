@@ -13,6 +13,7 @@ so the union needs no wide all-null schema; the driver splits it by ``table`` af
 from __future__ import annotations
 
 import hashlib
+import time
 import traceback
 from collections.abc import Iterable, Iterator
 
@@ -166,9 +167,13 @@ def files_row(f: dict, sha: str | None) -> pa.Table:
     return conform(t, "files", f)
 
 
-def run_task(task: int, files: list[dict], payloads: bool = False) -> Iterator[dict]:
+def run_task(task: int, files: list[dict], payloads: bool = False, timing: dict | None = None) -> Iterator[dict]:
     """Stage rows (``STAGE_SCHEMA`` as dicts) for one task's files; small pieces of the same
-    table are merged so the stage holds few, larger blobs."""
+    table are merged so the stage holds few, larger blobs. ``timing["parse"]`` accumulates the
+    seconds spent reading, hashing and parsing (not handing rows to Spark), for the benchmark."""
+    if timing is None:
+        timing = {}
+    timing.setdefault("parse", 0.0)
     pending: dict[str, list[pa.Table]] = {}
     pending_rows: dict[str, int] = {}
     seq = 0
@@ -182,7 +187,14 @@ def run_task(task: int, files: list[dict], payloads: bool = False) -> Iterator[d
         return {"table": name, "task": task, "seq": seq, "rows": rows, "ipc": to_ipc(table)}
 
     for f in files:
-        for name, table in parse_file(f, payloads):
+        pieces = parse_file(f, payloads)
+        while True:
+            t = time.perf_counter()
+            item = next(pieces, None)
+            timing["parse"] += time.perf_counter() - t
+            if item is None:
+                break
+            name, table = item
             if table.num_rows == 0:
                 continue
             pending.setdefault(name, []).append(table)

@@ -76,13 +76,30 @@ def test_real_cluster(spark, tmp_path, scenario):
     assert files.where("path like 'broker-1/%'").select("broker").distinct().collect()[0][0] == 1
 
 
+@pytest.fixture(scope="module")
+def found_out(spark, tmp_path_factory):
+    """All found datasets in one ingest (several INPUTs: paths start with each dataset's name)."""
+    out = tmp_path_factory.mktemp("found") / "out"
+    result = ingest(spark, [FOUND / d for d in FOUND_DATASETS], out, progress=False)
+    return out, result
+
+
 @pytest.mark.parametrize("dataset", FOUND_DATASETS)
-def test_found(spark, tmp_path, dataset):
-    src = FOUND / dataset
-    result = check(spark, src, tmp_path / "out")
+def test_found(spark, found_out, dataset):
+    out, result = found_out
+    batches, records = dump_counts(FOUND / dataset)
+    for name, expected in (("batches", batches), ("records", records)):
+        df = read_table(spark, out, name).where(f"log_dir like '{dataset}/%'")
+        got = Counter({(r["broker"], r["topic"], r["partition"]): r["count"]
+                       for r in df.groupBy("broker", "topic", "partition").count().collect()})
+        assert got == +expected, name
+    brokers = [b for b in result.brokers if any(ld.startswith(dataset + "/") for ld in b["log_dirs"])]
+    assert {b["id_source"] for b in brokers} == {"meta.properties"}
     if dataset.startswith("k3x-zk-3brokers"):
-        assert sorted(b["broker"] for b in result.brokers) == [1, 2, 3]
-        assert {b["id_source"] for b in result.brokers} == {"meta.properties"}
+        assert sorted(b["broker"] for b in brokers) == [1, 2, 3]
+    files = read_table(spark, out, "files").where(f"path like '{dataset}/%'").count()
+    on_disk = sum(len(f) for _, _, f in os.walk(FOUND / dataset)) - 2  # MISSING.tsv, SHA256SUMS
+    assert files == on_disk
 
 
 def test_tar_gz(spark, tmp_path):
