@@ -79,7 +79,7 @@ def test_clean_and_missing_tables(tmp_path):
     out_dir = make_out_dir(tmp_path / "out", findings=[], tables=("brokers", "files"))
     out = text_of(out_dir)
     assert "Verdict: Clean: no findings" in out
-    assert "Tables missing or empty (not shown): replica_logs, offset_ranges, epoch_lineage, problems." in out
+    assert "Tables missing (not shown): replica_logs, offset_ranges, epoch_lineage, problems." in out
 
 
 def test_only_warnings_and_infos(tmp_path):

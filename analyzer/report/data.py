@@ -52,7 +52,8 @@ class ReportData:
 
     @property
     def missing_tables(self) -> list[str]:
-        return [name for name in TABLES if name not in OPTIONAL_TABLES and self.table(name) is None]
+        """Tables absent or unreadable (an empty table, e.g. no parser problems, is not missing)."""
+        return [name for name in TABLES if name not in OPTIONAL_TABLES and self.tables.get(name) is None]
 
 
 def _plain_columns(table: pa.Table) -> pa.Table:

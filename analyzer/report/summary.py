@@ -94,6 +94,6 @@ def evidence_line(ev: dict[str, Any]) -> str:
     where = str(ev.get("path") or "")
     if ev.get("position") is not None:
         where += f" @{ev['position']}"
-    prefix = f"broker {ev['broker']} " if ev.get("broker") is not None else ""
-    detail = f": {ev['detail']}" if ev.get("detail") else ""
-    return f"{prefix}{where}{detail}".strip()
+    head = " ".join(x for x in (f"broker {ev['broker']}" if ev.get("broker") is not None else "", where) if x)
+    detail = str(ev.get("detail") or "")
+    return f"{head}: {detail}" if head and detail else (head or detail)

@@ -107,7 +107,7 @@ def _print_summary(console: Console, data: ReportData) -> None:
             console.print(Padding(Text(f"… {len(items) - MAX_FINDINGS_PER_PARTITION} more findings on this partition in report.html"), (0, 0, 0, 8)))
     notes = list(data.notes)
     if data.missing_tables:
-        notes.append(f"Tables missing or empty (not shown): {', '.join(data.missing_tables)}.")
+        notes.append(f"Tables missing (not shown): {', '.join(data.missing_tables)}.")
     if notes:
         console.print()
         for note in notes:
