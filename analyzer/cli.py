@@ -118,7 +118,7 @@ def _log_to_stderr() -> None:
 
 @app.command()
 def report(
-    out: Annotated[Path, typer.Argument(help="An output directory written by analyze (findings.json, tables/).")],
+    out: Annotated[Path, typer.Argument(metavar="DIR", help="An output directory written by analyze (findings.json, tables/).")],
     format: Annotated[str, typer.Option("--format", help="text (terminal summary), json (findings.json) or html (the report).")] = "text",
     fail_on: Annotated[str, typer.Option("--fail-on", help="Exit 1 when a finding is at or above this severity: error, warning or info.")] = "error",
 ) -> None:

@@ -222,6 +222,11 @@ def overview(data: ReportData) -> dict[str, Any]:
         total_bytes, n_files = int(files_df["size"].fillna(0).sum()), len(files_df)
     elif brokers_df is not None and "bytes" in brokers_df.columns:
         total_bytes = int(brokers_df["bytes"].fillna(0).sum())
+    problems_df = data.tables.get("problems")
+    problems = None
+    if problems_df is not None:
+        kinds = problems_df["kind"].fillna("unknown").value_counts() if "kind" in problems_df.columns and len(problems_df) else {}
+        problems = {"total": len(problems_df), "by_kind": {str(k): int(v) for k, v in dict(kinds).items()}}
     summary = data.findings_doc.get("summary") or {}
     counts = {sev: sum(severity_of(f) == sev for f in data.findings) for sev in SEVERITIES}
     return {
@@ -237,6 +242,7 @@ def overview(data: ReportData) -> dict[str, Any]:
         "records_lost": summary.get("records_lost", sum(int(f.get("records") or 0) for f in data.findings if f.get("kind") == "acked_data_loss")),
         "inputs": _inputs(data),
         "master": (data.run or {}).get("master"),
+        "problems": problems,  # None when the problems table is missing
     }
 
 

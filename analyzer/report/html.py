@@ -31,7 +31,7 @@ from .data import (
     severity_of,
 )
 from .figures import num, text
-from .summary import evidence_line, finding_headline, verdict
+from .summary import evidence_line, finding_headline, problems_text, verdict
 
 MAX_MANIFEST_ROWS = 20_000
 MAX_EVIDENCE_SHOWN = 20
@@ -180,6 +180,7 @@ def build_context(data: ReportData) -> dict[str, Any]:
         "ov": ov,
         "era": ov["era"],
         "bytes_text": human_bytes(ov["bytes"]),
+        "problems_text": problems_text(ov["problems"]) if ov["problems"] is not None else "",
         "brokers": _brokers(data),
         "verdict": verdict(data.findings),
         "worst": min((severity_of(f) for f in data.findings), key=SEVERITIES.index, default=None),

@@ -97,3 +97,10 @@ def evidence_line(ev: dict[str, Any]) -> str:
     head = " ".join(x for x in (f"broker {ev['broker']}" if ev.get("broker") is not None else "", where) if x)
     detail = str(ev.get("detail") or "")
     return f"{head}: {detail}" if head and detail else (head or detail)
+
+
+def problems_text(problems: dict[str, Any]) -> str:
+    """'3 (torn_tail 2, crc_mismatch 1)' or 'none'."""
+    if not problems["total"]:
+        return "none"
+    return f"{problems['total']} (" + ", ".join(f"{k} {v}" for k, v in problems["by_kind"].items()) + ")"

@@ -16,7 +16,7 @@ from rich.table import Table
 from rich.text import Text
 
 from .data import SEVERITIES, ReportData, findings_by_partition, human_bytes, overview, partition_name, severity_of
-from .summary import evidence_line, finding_headline, verdict
+from .summary import evidence_line, finding_headline, problems_text, verdict
 
 STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}
 MAX_PARTITIONS = 30
@@ -52,6 +52,8 @@ def _overview_table(data: ReportData) -> Table:
         table.add_row("Cluster id", ", ".join(ov["cluster_ids"]))
     if ov["inputs"]:
         table.add_row("Input", ", ".join(ov["inputs"]))
+    if ov["problems"] is not None:
+        table.add_row("Parser problems", problems_text(ov["problems"]))
     counts = ov["counts"]
     table.add_row("Findings", " · ".join(f"{counts[s]} {s}{'s' if counts[s] != 1 else ''}" for s in SEVERITIES))
     return table
