@@ -103,7 +103,13 @@ def write_empty(out: Path, name: str, schema: pa.Schema) -> Path:
     return path
 
 
-def plan_tasks(files: list[disc.FileEntry]) -> list[dict]:
+def group_bytes_for(total_bytes: int, parallelism: int) -> int:
+    """Pack small files into tasks of at most this many bytes: about four tasks per core so
+    cores stay busy to the end, never tiny (1 MiB) nor huge (``GROUP_BYTES``)."""
+    return int(min(GROUP_BYTES, max(1 << 20, total_bytes // max(1, 4 * parallelism))))
+
+
+def plan_tasks(files: list[disc.FileEntry], group_bytes: int = GROUP_BYTES) -> list[dict]:
     """Tasks of whole files: big files alone, small files of one log dir packed together."""
     tasks: list[dict] = []
     current: list[dict] = []
@@ -118,10 +124,10 @@ def plan_tasks(files: list[disc.FileEntry]) -> list[dict]:
 
     for f in sorted(files, key=lambda f: f.path):
         row = {k: getattr(f, k) for k in FILE_FIELDS}
-        if f.size >= GROUP_BYTES:
+        if f.size >= group_bytes:
             tasks.append({"bytes": f.size, "files": [row]})
             continue
-        if current_dir != f.log_dir or current_bytes + f.size > GROUP_BYTES or len(current) >= GROUP_FILES:
+        if current_dir != f.log_dir or current_bytes + f.size > group_bytes or len(current) >= GROUP_FILES:
             close()
             current_dir = f.log_dir
         current.append(row)
@@ -220,8 +226,8 @@ def ingest(spark: SparkSession, inputs: list[Path], work_dir: Path, payloads: bo
     roots, problems = resolve_roots(inputs, work_dir)
     found = disc.discover(roots)
     problems += found.problems
-    tasks = plan_tasks(found.files)
     total_bytes = sum(f.size for f in found.files)
+    tasks = plan_tasks(found.files, group_bytes_for(total_bytes, spark.sparkContext.defaultParallelism))
     log.info("%d brokers, %d log dirs, %d files, %.1f MB in %d tasks", len(found.brokers),
              sum(len(b.log_dirs) for b in found.brokers), len(found.files), total_bytes / 1e6, len(tasks))
     seconds = {"discover": time.monotonic() - t0}
