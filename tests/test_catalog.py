@@ -71,3 +71,22 @@ def test_ingest_sql_spark_sql_pyspark(tmp_path):
     table_rows = [ln.strip("|").split("|") for ln in proc.stdout.splitlines() if ln.startswith("|") and "broker" not in ln]
     assert _counts_from_rows([[c.strip() for c in r] for r in table_rows]) == via_spark_sql
     assert not (tmp_path / "derby.log").exists()
+
+
+def test_formats_and_prompt(spark, monkeypatch, capsys, tmp_path):
+    """table/json/csv output and the interactive prompt (multi-line statements, errors go on)."""
+    from jobs import sql
+
+    spark.range(3).selectExpr("id", "cast(id as string) as s").createOrReplaceTempView("nums")
+    buf = io.StringIO()
+    assert sql.run_query(spark, "select id, s from nums order by id", "json", buf) == 3
+    assert buf.getvalue().splitlines()[0] == '{"id":0,"s":"0"}'
+    buf = io.StringIO()
+    sql.run_query(spark, "select id from nums order by id", "table", buf)
+    assert "|id |" in buf.getvalue() and "|2  |" in buf.getvalue()
+    monkeypatch.setattr(sql, "HISTORY", tmp_path / "history")
+    monkeypatch.setattr("sys.stdin", io.StringIO("select count(*) as n\nfrom nums;\nselect * from no_such_table;\nselect 7 as x;\n"))
+    sql.repl(spark, "csv")
+    out, err = capsys.readouterr()
+    assert "n\n3\n" in out and "x\n7\n" in out
+    assert "error:" in err
