@@ -134,7 +134,7 @@ def _timings(run: dict[str, Any] | None) -> dict[str, Any]:
     for key in ("seconds", "timings"):
         value = (run or {}).get(key)
         if isinstance(value, dict):
-            return {k: v for k, v in value.items() if isinstance(v, (int, float, str))}
+            return {k: round(v, 1) if isinstance(v, float) else v for k, v in value.items() if isinstance(v, (int, float, str))}
     return {}
 
 
