@@ -36,8 +36,8 @@ def test_verdict_names_loss_offsets_and_salvage_broker(out_dir):
 
 def test_overview_lines(out_dir):
     out = text_of(out_dir)
-    for needle in ("Brokers     3 (1, 2, 3)", "Log dirs    3", "Topics      2 (orders, payments)", "Partitions  4",
-                   "Kafka era   Kafka ≥ 3.7, KRaft (guessed)", "Findings    2 errors · 2 warnings · 1 info", "38 files, 1.0 MiB"):
+    for needle in ("Brokers          3 (1, 2, 3)", "Log dirs         3", "Topics           2 (orders, payments)", "Partitions       4",
+                   "Kafka era        Kafka ≥ 3.7, KRaft (guessed)", "Findings         2 errors · 2 warnings · 1 info", "Parser problems  1 (checkpoint_malformed 1)", "38 files, 1.0 MiB"):
         assert needle in out
 
 
