@@ -25,6 +25,12 @@ def last_epoch(r) -> int:
     return max(vals) if vals else -1
 
 
+def _epoch_start(r, epoch: int) -> int:
+    """Where ``epoch`` starts on this replica's checkpoint; 0 (neutral) when it does not say."""
+    starts = [e["start_offset"] for e in (r["epoch_entries"] or []) if e["epoch"] == epoch]
+    return min(starts) if starts else 0
+
+
 def survivors(rl: list) -> dict[tuple[str, int], dict]:
     """Per partition, the replica whose log the others will follow."""
     best: dict[tuple[str, int], dict] = {}
@@ -32,7 +38,9 @@ def survivors(rl: list) -> dict[tuple[str, int], dict]:
         if r["dir_state"] != "live":
             continue
         key = (r["topic"], r["partition"])
-        rank = (last_epoch(r), r["leo"], r["clean_shutdown"], -r["broker"])
+        # Same latest epoch on several replicas: the leader's copy starts it earliest (a follower
+        # that kept records of the old epoch starts the new one later: KAFKA-1211), then the longest.
+        rank = (last_epoch(r), -_epoch_start(r, last_epoch(r)), r["leo"], r["clean_shutdown"], -r["broker"])
         if key not in best or rank > best[key]["_rank"]:
             best[key] = dict(r.asDict(), _rank=rank)
     return best
@@ -278,7 +286,7 @@ def epoch_conflict_findings(lineage: list, rl: list) -> list[Finding]:
         if len(starts) > 1:
             out.append(Finding(
                 kind="leader_epoch_conflict", topic=topic, partition=part, brokers=[row["broker"] for row in rows],
-                first_offset=min(starts), last_offset=max(starts), leader_epochs=[epoch],
+                first_offset=min(starts), last_offset=max(starts) - 1, leader_epochs=[epoch],
                 evidence=[Evidence(row["broker"], None, None, f"epoch {epoch} starts at {row['batch_start_offset']}") for row in rows],
                 explanation=f"Replicas disagree on where leader epoch {epoch} of {topic}-{part} starts "
                             f"({sorted(starts)}): their logs were written by different leaders for the same epoch.",
