@@ -222,53 +222,6 @@ def truncation_findings(rl: list, surv: dict, hw_ranges: list) -> list[Finding]:
     return out
 
 
-def unclean_election_findings(lineage: list, rl: list, surv: dict) -> list[Finding]:
-    """An epoch of the surviving lineage that starts below the committed end of an older epoch:
-    some replica holds older-epoch records at or after its start, below that replica's HW."""
-    by_part = defaultdict(list)
-    for row in lineage:
-        by_part[(row["topic"], row["partition"])].append(row)
-    reps = {(r["topic"], r["partition"], r["broker"]): r for r in rl}
-    out = []
-    for key, s in surv.items():
-        rows = by_part.get(key, [])
-        s_epochs = sorted(
-            {(row["leader_epoch"], row["batch_start_offset"]) for row in rows if row["broker"] == s["broker"] and row["batch_start_offset"] is not None}
-        )
-        for epoch, start in s_epochs:
-            for row in rows:
-                if row["broker"] == s["broker"] or row["leader_epoch"] >= epoch or row["batch_end_offset"] is None:
-                    continue
-                rep = reps.get((key[0], key[1], row["broker"]))
-                hw = rep["hw_checkpoint"] if rep else None
-                if row["batch_end_offset"] >= start and hw is not None and hw > start:
-                    end = min(row["batch_end_offset"], hw - 1)
-                    out.append(Finding(
-                        kind="unclean_leader_election", topic=key[0], partition=key[1], brokers=[s["broker"], row["broker"]],
-                        first_offset=start, last_offset=end, records=end - start + 1, leader_epochs=[row["leader_epoch"], epoch],
-                        evidence=[Evidence(row["broker"], None, None,
-                                           f"holds epoch {row['leader_epoch']} records up to {row['batch_end_offset']} with HW {hw}"),
-                                  Evidence(s["broker"], None, None, f"epoch {epoch} starts at {start}")],
-                        explanation=f"Leader epoch {epoch} of {key[0]}-{key[1]} starts at offset {start}, below the committed end "
-                                    f"({hw}) of epoch {row['leader_epoch']} on broker {row['broker']}: its leader was elected from "
-                                    "outside the ISR (unclean leader election), overwriting committed records.",
-                    ))
-                    break
-    return _merge_elections(out)
-
-
-def _merge_elections(fs: list[Finding]) -> list[Finding]:
-    seen: dict[tuple, Finding] = {}
-    for f in fs:
-        k = (f.topic, f.partition, f.leader_epochs[-1] if f.leader_epochs else None)
-        if k in seen:
-            seen[k].brokers = sorted(set(seen[k].brokers) | set(f.brokers))
-            seen[k].evidence += f.evidence[:1]
-        else:
-            seen[k] = f
-    return list(seen.values())
-
-
 def epoch_conflict_findings(lineage: list, rl: list) -> list[Finding]:
     """Replicas that hold records of an epoch but disagree where it starts (beyond their log start)."""
     reps = {(r["topic"], r["partition"], r["broker"]): r for r in rl}

@@ -18,8 +18,6 @@ from pathlib import Path
 
 import pytest
 
-from analyzer.report import write_html
-
 CHROMIUM = os.environ.get("KF_CHROMIUM", "/usr/bin/chromium")
 CHROMEDRIVER = os.environ.get("KF_CHROMEDRIVER", "/usr/bin/chromedriver")
 CHROMIUM_FLAGS = ("--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
@@ -39,26 +37,16 @@ def _missing_browser() -> str | None:
 
 
 @pytest.fixture(scope="module")
-def analyzed_scenario_dir(tmp_path_factory) -> Path:
-    """An analyze output DIR of a sample-data scenario.
+def analyzed_scenario_dir(spark, tmp_path_factory) -> Path:
+    """An analyze output DIR of a sample-data scenario, through the real pipeline (the test run's
+    Spark session; the catalog is not needed by the report)."""
+    from analyzer.analyze import build
+    from sample_data.scenarios import generate
 
-    Uses the real pipeline (sample_data.scenarios.generate + analyzer.analyze.run_analyze) when
-    both exist; until the lead lands ``run_analyze``, falls back to the hand-built DIR of
-    test_report_data (same columns and findings.json shape)."""
     root = tmp_path_factory.mktemp("scenario")
-    try:
-        from analyzer.analyze import run_analyze
-        from sample_data.scenarios import generate
-    except ImportError:
-        from test_report_data import make_out_dir
-
-        out = make_out_dir(root / "out")
-        write_html(out)
-        return out
     data = generate(SCENARIO, root / "data", partitions=2)
     out = root / "out"
-    code = run_analyze([data], out, fmt="text", ledger=data / "ledger.jsonl", master="local[1]")
-    assert code in (0, 1), f"analyze exited {code}"
+    build([data], out, ledger=data / "ledger.jsonl", spark=spark, progress=False, register_catalog=False)
     assert (out / "report.html").exists() and (out / "findings.json").exists()
     return out
 
