@@ -54,6 +54,7 @@ KIND_SEVERITY: dict[str, str] = {
     "topic_id_mismatch": "error",
     "cluster_id_mismatch": "error",
     "unreadable_file": "warning",
+    "unsafe_archive_entry": "warning",
 }
 
 
