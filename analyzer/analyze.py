@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import logging
 import os
-import platform
 import sys
 import time
 from pathlib import Path
@@ -38,7 +37,7 @@ def build(inputs: list[Path], out: Path, ledger: Path | None = None, master: str
     """Ingest, run the jobs and write findings.json + report.html into DIR; return findings.json's
     document. ``spark``: an existing session to reuse (tests); otherwise one is started and stopped.
     ``register_catalog=False`` leaves the catalog to be built on first ``sql`` use (tests)."""
-    from jobs import catalog, forensics
+    from jobs import catalog, forensics, run_ingest
     from jobs.findings import document, write_json
     from jobs.ingest import ingest
     from jobs.outdir import staged_output
@@ -64,12 +63,11 @@ def build(inputs: list[Path], out: Path, ledger: Path | None = None, master: str
         }
         doc = document(findings, info)
         write_json(tmp / "findings.json", doc)
-        run_info = {
-            "input": info, "master": master, "python": platform.python_version(),
-            "seconds": {**res.seconds, "jobs": round(t2 - t1, 2), "total": round(time.monotonic() - t0, 2)},
-            "rows": res.rows, "problems": res.problems,
-        }
-        (tmp / "run.json").write_text(json.dumps(run_info, indent=1) + "\n")
+        run_info = run_ingest.run_info(inputs, master, res)
+        run_info.update({"input": info, "ledger": info["ledger"],
+                         "seconds": {**res.seconds, "jobs": round(t2 - t1, 2), "total": round(time.monotonic() - t0, 2)},
+                         "findings": doc["summary"]})
+        (tmp / "run.json").write_text(json.dumps(run_info, indent=1, default=str) + "\n")
         write_html(tmp)
     if own:
         catalog.register(out, spark)

@@ -150,11 +150,14 @@ def analyze(
 
     Example: kafka-forensics analyze collected/ --out incident-42 --ledger acked.jsonl
     """
+    from jobs.archives import ArchiveError
+
     from .analyze import AnalyzeError, run_analyze
 
+    _log_to_stderr()
     try:
         code = run_analyze(inputs, out, fmt=format, ledger=ledger, master=master, fail_on=fail_on)
-    except AnalyzeError as exc:
+    except (AnalyzeError, FileNotFoundError, NotADirectoryError, ValueError, ArchiveError) as exc:
         raise fail(str(exc)) from None
     raise typer.Exit(code)
 
