@@ -46,6 +46,50 @@ def dump_log(tmp_path_factory):
         out = subprocess.run([str(script), "--deep-iteration", "--files", str(path)], capture_output=True, text=True, timeout=120)
         return out.returncode, out.stdout
 
+    run.script = script
+    return run
+
+
+_DUMP_MANY = """
+public class DumpMany {
+    public static void main(String[] args) {
+        for (String f : args) {
+            try {
+                kafka.tools.DumpLogSegments.main(new String[] {"--deep-iteration", "--files", f});
+            } catch (Throwable t) {
+                System.out.println("KF-EXCEPTION " + t);
+            }
+            System.out.flush();
+        }
+    }
+}
+"""
+
+
+@pytest.fixture(scope="session")
+def dump_logs(dump_log, tmp_path_factory):
+    """kafka-dump-log --deep-iteration over many files in one JVM: ``dump_logs(paths) ->
+    ({path: its dump text}, {path: the exception that ended its dump})``. The tool gives up at the
+    first exception, so a small driver calls its main once per file and catches what it throws."""
+    libs = dump_log.script.parent.parent / "libs"
+    src = tmp_path_factory.mktemp("dumpmany") / "DumpMany.java"
+    src.write_text(_DUMP_MANY, encoding="utf-8")
+
+    def run(paths):
+        args = ["java", "-Xmx512m", "-cp", f"{libs}/*", str(src), *map(str, paths)]
+        out = subprocess.run(args, capture_output=True, text=True, timeout=900)
+        if out.returncode != 0:
+            raise RuntimeError(f"kafka-dump-log driver failed: {out.stderr[-2000:]}")
+        texts: dict[str, str] = {}
+        errors: dict[str, str] = {}
+        for sec in out.stdout.split("Dumping ")[1:]:
+            name = sec.split("\n", 1)[0].strip()
+            texts[name] = "Dumping " + sec
+            exc = [ln for ln in sec.splitlines() if ln.startswith("KF-EXCEPTION ")]
+            if exc:
+                errors[name] = exc[-1][len("KF-EXCEPTION ") :]
+        return texts, errors
+
     return run
 
 

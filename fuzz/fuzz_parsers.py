@@ -1,0 +1,500 @@
+"""Fuzz every parser kind: no bytes may raise, and every result must keep the contract.
+
+    python fuzz/fuzz_parsers.py [--kind K] [--inputs N] [--seconds S] [--seed X] [--engine mutate|atheris]
+
+Seeds: the golden files (good and damaged), the found fixtures, and files the writer makes here
+(v2 segments of every codec, transactional and control batches, v0/v1 message sets of every
+legacy codec, indexes, checkpoints, producer snapshots, properties). A mutant is a seed put
+through a few structure-aware mutations (bit flips, byte sets, truncations, splices, length-field
+edits, zero fills, number swaps in text) and, half the time, its batch CRCs recomputed so the
+mutant gets past the CRC into record decoding and decompression.
+
+Engines: ``mutate`` (default; deterministic for a seed, ``random.Random(seed)``) and ``atheris``
+(coverage-guided libFuzzer, ``pip install -e .[fuzz]``, the same mutator as its custom mutator,
+one child process per kind). A crash (an uncaught exception, or a result that breaks the
+contract: problem kind outside the vocabulary, schema other than the declared one, a batch or
+problem outside the file, chunked reading disagreeing with whole-file reading) saves the input
+under fuzz/crashes/ and makes the run exit 1.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import os
+import random
+import re
+import struct
+import subprocess
+import sys
+import tempfile
+import time
+import traceback
+import zlib
+from collections.abc import Callable
+from pathlib import Path
+
+import crc32c
+import numpy as np
+import pyarrow as pa
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parent
+sys.path.insert(0, str(REPO))
+
+from parsers import files, segment  # noqa: E402
+from parsers.common import PROBLEM_SCHEMA  # noqa: E402
+from parsers.names import detect_kind  # noqa: E402
+
+SHARED = Path(os.environ.get("KF_SHARED", REPO.parent / "shared"))
+CRASHES = HERE / "crashes"
+DEFAULT_INPUTS = 1_000_000
+MAX_SEED_BYTES = 16 << 10
+MAX_SEEDS = 48
+
+# every kind a parser may report: the contract's vocabulary plus the project's additions
+try:
+    from jobs.findings import KIND_SEVERITY
+
+    VOCABULARY = frozenset(KIND_SEVERITY)
+except ImportError:  # pragma: no cover - jobs needs pyspark; the parsers do not
+    VOCABULARY = frozenset()
+
+FILE_NAMES = {
+    "segment": "00000000000000000100.log",
+    "kraft_snapshot": "00000000000000000100-0000000001.checkpoint",
+    "bootstrap_checkpoint": "bootstrap.checkpoint",
+    "offset_index": "00000000000000000100.index",
+    "time_index": "00000000000000000100.timeindex",
+    "txn_index": "00000000000000000100.txnindex",
+    "producer_snapshot": "00000000000000000100.snapshot",
+    "replication_offset": "replication-offset-checkpoint",
+    "recovery_point": "recovery-point-offset-checkpoint",
+    "log_start": "log-start-offset-checkpoint",
+    "cleaner": "cleaner-offset-checkpoint",
+    "leader_epoch": "leader-epoch-checkpoint",
+    "partition_metadata": "partition.metadata",
+    "meta_properties": "meta.properties",
+    "clean_shutdown": ".kafka_cleanshutdown",
+}
+TEXT_KINDS = {
+    "replication_offset",
+    "recovery_point",
+    "log_start",
+    "cleaner",
+    "leader_epoch",
+    "partition_metadata",
+    "meta_properties",
+    "clean_shutdown",
+}
+SEED_FAMILY = {k: ("segment" if k in files.SEGMENT_KINDS else k) for k in files.KINDS}
+SEED_FAMILY.update({k: "offset_checkpoint" for k in ("replication_offset", "recovery_point", "log_start", "cleaner")})
+
+
+class ContractBreak(AssertionError):
+    """A result that parsed without raising but breaks the parser's contract."""
+
+
+# ------------------------------------------------------------------ seeds
+
+
+def _family(kind: str | None) -> str | None:
+    return SEED_FAMILY.get(kind) if kind else None
+
+
+def writer_seeds() -> dict[str, list[bytes]]:
+    """Files the project's writer makes: every magic and codec, markers, every small kind."""
+    from sample_data.writer import checkpoints, indexes, producer_snapshot, properties
+    from sample_data.writer.records import BatchSpec, Record, encode_batches, encode_legacy_message_set
+
+    out: dict[str, list[bytes]] = {}
+    t0 = 1735689600000
+    recs = tuple(
+        Record(f"k{i}".encode() if i % 3 else None, (f"value {i} " * (i + 1)).encode(), t0 + i, ((("h", b"v"),) if i % 2 else ()))
+        for i in range(6)
+    )
+    segs = []
+    for codec in ("none", "gzip", "snappy", "lz4", "zstd"):
+        specs = [
+            BatchSpec(0, recs, codec=codec),
+            BatchSpec(6, recs[:3], codec=codec, producer_id=7, producer_epoch=0, base_sequence=0, partition_leader_epoch=1),
+            BatchSpec(9, recs[:2], codec=codec, producer_id=8, producer_epoch=1, base_sequence=0, is_transactional=True),
+            BatchSpec(11, (), control="commit", producer_id=8, producer_epoch=1, is_transactional=True, max_timestamp=t0 + 9),
+            BatchSpec(12, recs[:1], codec=codec, timestamp_type="log_append", log_append_time=t0 + 99),
+        ]
+        segs.append(encode_batches(specs))
+    for magic in (0, 1):
+        for codec in ("none", "gzip", "snappy", "lz4"):
+            segs.append(
+                encode_legacy_message_set(0, recs, magic=magic, codec=codec) + encode_legacy_message_set(6, recs[:2], magic=magic)
+            )
+    segs.append(encode_legacy_message_set(0, recs[:3], magic=1) + encode_batches([BatchSpec(3, recs[:3], codec="lz4")]))
+    out["segment"] = segs
+    out["offset_index"] = [
+        indexes.offset_index_bytes(100, [(110, 0), (120, 4000), (130, 9000)]),
+        indexes.offset_index_bytes(100, [(101, 64)], preallocate_to=64),
+    ]
+    out["time_index"] = [
+        indexes.time_index_bytes(100, [(t0, 110), (t0 + 5, 120)]),
+        indexes.time_index_bytes(100, [(t0, 101)], preallocate_to=48),
+    ]
+    out["txn_index"] = [indexes.txn_index_bytes([(7, 100, 120, 100), (8, 121, 125, 121)])]
+    out["offset_checkpoint"] = [checkpoints.offset_checkpoint_bytes({("orders", 0): 42, ("a.b-c_d", 12): 2**62})]
+    out["leader_epoch"] = [checkpoints.leader_epoch_checkpoint_bytes([(0, 0), (2, 40), (5, 99)])]
+    out["partition_metadata"] = [properties.partition_metadata_text("AAAAAAAAAAAAAAAAAAAAAA").encode()]
+    out["meta_properties"] = [properties.meta_properties_text(**_meta_kwargs(properties)).encode()]
+    out["clean_shutdown"] = [properties.clean_shutdown_bytes(12), properties.clean_shutdown_bytes(None)]
+    try:
+        entry = producer_snapshot.ProducerEntry  # type: ignore[attr-defined]
+        out["producer_snapshot"] = [producer_snapshot.producer_snapshot_bytes([_producer_entry(entry, i) for i in range(3)])]
+    except Exception:  # noqa: BLE001 - the golden snapshots still seed this kind
+        pass
+    return out
+
+
+def _meta_kwargs(properties) -> dict:
+    import inspect
+
+    params = inspect.signature(properties.meta_properties_text).parameters
+    guess = {
+        "version": 1,
+        "node_id": 3,
+        "cluster_id": "MkU3OEVBNTcwNTJENDM2Qk",
+        "directory_id": "AAAAAAAAAAAAAAAAAAAAAA",
+        "broker_id": 3,
+    }
+    return {k: v for k, v in guess.items() if k in params}
+
+
+def _producer_entry(entry, i: int):
+    import dataclasses
+    import inspect
+
+    names = (
+        [f.name for f in dataclasses.fields(entry)]
+        if dataclasses.is_dataclass(entry)
+        else list(inspect.signature(entry).parameters)
+    )
+    return entry(**{n: (i + 1) * 3 for n in names})
+
+
+def load_seeds() -> dict[str, list[bytes]]:
+    """Seed inputs per parser kind (segment kinds share the segment seeds)."""
+    fam: dict[str, list[bytes]] = {}
+    roots = [SHARED / "fixtures" / "golden", SHARED / "fixtures" / "found"]
+    for root in roots:
+        for p in sorted(root.rglob("*")):
+            if not p.is_file() or p.is_symlink():
+                continue
+            f = _family(detect_kind(p.name))
+            if f is None:
+                continue
+            data = p.read_bytes()[:MAX_SEED_BYTES]
+            fam.setdefault(f, []).append(data)
+    for f, seeds in writer_seeds().items():
+        fam.setdefault(f, []).extend(seeds)
+    out = {}
+    for kind in files.KINDS:
+        seeds = list(dict.fromkeys(fam.get(SEED_FAMILY[kind], [])))  # dedupe, keep order
+        if len(seeds) > MAX_SEEDS:  # keep the writer's (last) and a spread of the rest
+            rng = random.Random(kind)
+            seeds = rng.sample(seeds[:-16], MAX_SEEDS - 16) + seeds[-16:]
+        out[kind] = seeds or [b""]
+    return out
+
+
+# ------------------------------------------------------------------ mutations
+
+INTERESTING8 = [0, 1, 2, 0x7F, 0x80, 0xFF, 0x0A, 0x20, 0x2D, 0x30, 0x39]
+INTERESTING32 = [0, 1, -1, 2, 12, 17, 49, 61, 0x7FFFFFFF, -0x80000000, 0xFFFF, 0x10000, 1 << 24]
+NUMBERS = [
+    b"0",
+    b"-1",
+    b"1",
+    b"2147483647",
+    b"2147483648",
+    b"-2147483649",
+    b"9223372036854775807",
+    b"9223372036854775808",
+    b"-9223372036854775809",
+    b"99999999999999999999999",
+    b"",
+    b"1e3",
+    b"0x10",
+    b"+5",
+    b"\xd9\xa3",
+    b" 1",
+]
+
+
+def _be32_positions(data: bytes) -> list[int]:
+    """Where length fields sit if ``data`` is a segment: each batch's size, a v2 batch's record count."""
+    out, pos = [], 0
+    while pos + 12 <= len(data) and len(out) < 64:
+        size = struct.unpack_from(">i", data, pos + 8)[0]
+        out.append(pos + 8)
+        if pos + 61 <= len(data) and data[pos + 16] >= 2:
+            out.append(pos + 57)  # record count
+            out.append(pos + 23)  # lastOffsetDelta
+        if size < 12:
+            break
+        pos += 12 + size
+    return out
+
+
+def fix_crcs(data: bytearray) -> None:
+    """Recompute every readable batch's CRC (v2: CRC-32C from byte 21; v0/v1: CRC-32 from 16)."""
+    pos = 0
+    while pos + 17 <= len(data):
+        size = struct.unpack_from(">i", data, pos + 8)[0]
+        end = pos + 12 + size
+        if size < 5 or end > len(data):
+            return
+        if data[pos + 16] >= 2:
+            if size >= 49:
+                struct.pack_into(">I", data, pos + 17, crc32c.crc32c(bytes(data[pos + 21 : end])))
+        else:
+            struct.pack_into(">I", data, pos + 12, zlib.crc32(bytes(data[pos + 16 : end])))
+        pos = end
+
+
+def mutate(rng: random.Random, data: bytes, seeds: list[bytes], kind: str, max_size: int = 1 << 20) -> bytes:
+    b = bytearray(data)
+    for _ in range(rng.choice((1, 1, 1, 2, 2, 3, 5))):
+        op = rng.randrange(12)
+        n = len(b)
+        if op == 0 and n:  # bit flip
+            i = rng.randrange(n)
+            b[i] ^= 1 << rng.randrange(8)
+        elif op == 1 and n:  # byte set
+            b[rng.randrange(n)] = rng.choice(INTERESTING8) if rng.random() < 0.6 else rng.randrange(256)
+        elif op == 2 and n:  # truncation
+            del b[rng.randrange(n + 1) :]
+        elif op == 3:  # splice with another seed (or itself)
+            other = rng.choice(seeds)
+            a, c = rng.randrange(n + 1), rng.randrange(len(other) + 1)
+            b = b[:a] + other[c : c + rng.randrange(1, 4096)] if rng.random() < 0.5 else b[:a] + other[c:]
+        elif op == 4 and n >= 4:  # length-field edit
+            cands = _be32_positions(bytes(b)) if kind in files.SEGMENT_KINDS else []
+            i = rng.choice(cands) if cands and rng.random() < 0.8 else rng.randrange(n - 3)
+            if i + 4 <= n:
+                old = struct.unpack_from(">i", b, i)[0]
+                new = rng.choice(INTERESTING32) if rng.random() < 0.5 else old + rng.randint(-16, 16)
+                struct.pack_into(">i", b, i, max(-(2**31), min(2**31 - 1, new)))
+        elif op == 5 and n:  # zero fill
+            a = rng.randrange(n)
+            ln = rng.randint(1, max(1, min(n - a, 4096)))
+            b[a : a + ln] = bytes(ln)
+        elif op == 6:  # zero tail (preallocation)
+            b += bytes(rng.choice((1, 7, 8, 12, 61, 512, 4096)))
+        elif op == 7 and n:  # delete a range
+            a = rng.randrange(n)
+            del b[a : a + rng.randint(1, 64)]
+        elif op == 8 and n:  # duplicate a range
+            a = rng.randrange(n)
+            b[a:a] = b[a : a + rng.randint(1, 256)]
+        elif op == 9 and n:  # random bytes
+            a = rng.randrange(n + 1)
+            b[a:a] = rng.randbytes(rng.randint(1, 16))
+        elif op == 10 and n:  # text: swap a number
+            text = bytes(b)
+            nums = [m.span() for m in re.finditer(rb"-?\d+", text[:8192])]
+            if nums:
+                s, e = rng.choice(nums)
+                b = bytearray(text[:s] + rng.choice(NUMBERS) + text[e:])
+        elif op == 11 and n:  # text: break a line / field separator
+            a = rng.randrange(n)
+            b[a:a] = rng.choice((b"\n", b" ", b"=", b"\r\n", b"\t", b"#", b"\\", b"\x00", b"\xff"))
+    if kind in files.SEGMENT_KINDS and rng.random() < 0.5:
+        fix_crcs(b)
+    return bytes(b[:max_size])
+
+
+# ------------------------------------------------------------------ the check
+
+
+def _schemas(kind: str) -> pa.Schema:
+    return files.module_for(kind).SCHEMA if kind not in files.SEGMENT_KINDS else segment.BATCH_SCHEMA
+
+
+def _check_common(kind: str, got, n: int) -> None:
+    if got.table.schema != _schemas(kind):
+        raise ContractBreak(f"table schema differs from the declared one:\n{got.table.schema}")
+    if got.problems.schema != PROBLEM_SCHEMA:
+        raise ContractBreak(f"problems schema differs:\n{got.problems.schema}")
+    bad = set(got.problems.column("kind").to_pylist()) - VOCABULARY
+    if VOCABULARY and bad:
+        raise ContractBreak(f"problem kinds outside the vocabulary: {sorted(bad)}")
+    pos = got.problems.column("position").to_pylist()
+    limit = n + 1 if kind not in TEXT_KINDS else max(n, 1) + 1  # text: 1-based line numbers
+    if any(p is None or p < 0 or p > limit for p in pos):
+        raise ContractBreak(f"problem position outside the file ({n} bytes): {pos}")
+    if any(v is None for v in got.problems.column("detail").to_pylist()):
+        raise ContractBreak("a problem without detail")
+    for name, t in got.extra.items():
+        if not isinstance(t, pa.Table):
+            raise ContractBreak(f"extra[{name!r}] is not a table")
+
+
+def check(kind: str, data: bytes, rng: random.Random | None = None) -> None:
+    """Parse ``data`` as ``kind``; raise on an uncaught exception or a contract break."""
+    path = FILE_NAMES[kind]
+    if kind in files.SEGMENT_KINDS:
+        payloads = bool(rng and rng.random() < 0.25)
+        got = segment.parse(data, path, records=True, payloads=payloads)
+        _check_common(kind, got, len(data))
+        recs = got.extra["records"]
+        if recs.schema != segment.record_schema(payloads):
+            raise ContractBreak(f"records schema differs:\n{recs.schema}")
+        bpos = got.table.column("position").to_numpy()
+        bsize = got.table.column("size").to_numpy()
+        if bpos.size and ((np.diff(bpos) <= 0).any() or (bpos + bsize > len(data)).any() or (bsize < 12).any()):
+            raise ContractBreak("batches overlap, go backwards or run past the end of the file")
+        if rng is not None and rng.random() < 0.1 and len(data) > 64:  # chunked == whole
+            chunk = rng.randint(1, len(data))
+            parts = list(segment.iter_parse(data, path, records=False, chunk_bytes=chunk))
+            whole = segment.parse(data, path)
+            a = pa.concat_tables([p.table for p in parts])
+            pa_ = pa.concat_tables([p.problems for p in parts])
+            if not a.equals(whole.table) or sorted(pa_.to_pylist(), key=str) != sorted(whole.problems.to_pylist(), key=str):
+                raise ContractBreak(f"reading in chunks of {chunk} bytes differs from reading the whole file")
+    else:
+        got = files.small_parser(kind)(data, path)
+        _check_common(kind, got, len(data))
+        if rng is None or rng.random() >= 0.1:
+            return
+        mv = files.small_parser(kind)(memoryview(data), path)
+        if not (mv.table.equals(got.table) and mv.problems.equals(got.problems)):
+            raise ContractBreak("memoryview input parses differently from bytes")
+
+
+# ------------------------------------------------------------------ running
+
+
+def save_crash(kind: str, data: bytes, err: str) -> Path:
+    CRASHES.mkdir(parents=True, exist_ok=True)
+    h = hashlib.sha1(data).hexdigest()[:16]
+    p = CRASHES / f"{kind}-{h}.bin"
+    p.write_bytes(data)
+    p.with_suffix(".txt").write_text(err, encoding="utf-8")
+    return p
+
+
+def _signature(exc: BaseException) -> str:
+    tb = traceback.extract_tb(exc.__traceback__)
+    last = tb[-1] if tb else None
+    return f"{type(exc).__name__}@{last.filename}:{last.lineno}" if last else type(exc).__name__
+
+
+def fuzz_kind(
+    kind: str, inputs: int, seconds: float | None, seed: int, seeds: list[bytes], log: Callable[[str], None] = print
+) -> dict:
+    """Mutation engine: ``inputs`` mutants (or until ``seconds``), deterministic for ``seed``."""
+    rng = random.Random(f"{seed}:{kind}")
+    crashes: dict[str, Path] = {}
+    t0 = time.perf_counter()
+    deadline = t0 + seconds if seconds else None
+    done = 0
+    # the seeds themselves first, then mutants
+    queue = list(seeds)
+    while done < inputs:
+        if deadline is not None and (done & 15) == 0 and time.perf_counter() >= deadline:
+            break
+        data = queue.pop() if queue else mutate(rng, rng.choice(seeds), seeds, kind)
+        try:
+            check(kind, data, rng)
+        except Exception as exc:  # noqa: BLE001 - that is what we are looking for
+            sig = _signature(exc)
+            if sig not in crashes:
+                crashes[sig] = save_crash(kind, data, "".join(traceback.format_exception(exc)))
+                log(f"  CRASH {kind}: {sig}: {str(exc)[:200]} -> {crashes[sig]}")
+        done += 1
+    dt = time.perf_counter() - t0
+    return {"kind": kind, "inputs": done, "seconds": dt, "rate": done / dt if dt else 0.0, "crashes": list(crashes.values())}
+
+
+def _atheris_child(kind: str, inputs: int, seconds: float | None, seed: int) -> None:
+    import atheris
+
+    seeds = load_seeds()[kind]
+    for s in seeds:  # warm the JIT before instrumenting
+        try:
+            check(kind, s)
+        except Exception:  # noqa: BLE001
+            pass
+    corpus = Path(tempfile.mkdtemp(prefix=f"fuzz-{kind}-"))
+    for i, s in enumerate(seeds):
+        (corpus / f"seed{i}").write_bytes(s)
+    CRASHES.mkdir(parents=True, exist_ok=True)
+    rng = random.Random(seed)
+
+    def one(data: bytes) -> None:
+        check(kind, data, rng)
+
+    def custom(data: bytes, max_size: int, s: int) -> bytes:
+        r = random.Random(s)
+        if r.random() < 0.3:
+            return atheris.Mutate(data, max_size)
+        return mutate(r, data, seeds, kind, max_size)
+
+    argv = [
+        sys.argv[0],
+        str(corpus),
+        f"-runs={inputs}",
+        f"-seed={seed or 1}",
+        f"-artifact_prefix={CRASHES}/{kind}-",
+        "-max_len=131072",
+        "-rss_limit_mb=4096",
+    ]
+    if seconds:
+        argv.append(f"-max_total_time={int(max(1, seconds))}")
+    atheris.Setup(argv, one, custom_mutator=custom)
+    atheris.Fuzz()
+
+
+def run_atheris(kind: str, inputs: int, seconds: float | None, seed: int) -> dict:
+    t0 = time.perf_counter()
+    cmd = [sys.executable, __file__, "--_atheris-child", kind, "--inputs", str(inputs), "--seed", str(seed)]
+    if seconds:
+        cmd += ["--seconds", str(seconds)]
+    out = subprocess.run(cmd, capture_output=True, text=True)
+    dt = time.perf_counter() - t0
+    m = re.findall(r"Done (\d+) runs|#(\d+)\s", out.stderr)
+    runs = max((int(a or b) for a, b in m), default=0)
+    crashes = [] if out.returncode == 0 else [p for p in CRASHES.glob(f"{kind}-*") if p.stat().st_mtime >= time.time() - dt - 1]
+    if out.returncode != 0:
+        print(out.stderr[-3000:], file=sys.stderr)
+        crashes = crashes or [Path(f"(exit {out.returncode})")]
+    return {"kind": kind, "inputs": runs, "seconds": dt, "rate": runs / dt if dt else 0.0, "crashes": crashes}
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--kind", action="append", choices=sorted(files.KINDS), help="fuzz only this kind (repeatable)")
+    ap.add_argument("--inputs", type=int, default=DEFAULT_INPUTS, help="inputs per parser (default %(default)s)")
+    ap.add_argument("--seconds", type=float, default=None, help="time limit per parser")
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--engine", choices=("mutate", "atheris"), default="mutate")
+    ap.add_argument("--_atheris-child", dest="child", help=argparse.SUPPRESS)
+    args = ap.parse_args(argv)
+    if args.child:
+        _atheris_child(args.child, args.inputs, args.seconds, args.seed)
+        return 0
+    kinds = args.kind or list(files.KINDS)
+    seeds = load_seeds() if args.engine == "mutate" else {}
+    total_crashes = 0
+    print(f"{'parser':22} {'inputs':>10} {'inputs/s':>10} {'crashes':>8}", flush=True)
+    for kind in kinds:
+        if args.engine == "atheris":
+            r = run_atheris(kind, args.inputs, args.seconds, args.seed)
+        else:
+            r = fuzz_kind(kind, args.inputs, args.seconds, args.seed, seeds[kind])
+        total_crashes += len(r["crashes"])
+        print(f"{kind:22} {r['inputs']:>10} {r['rate']:>10.0f} {len(r['crashes']):>8}", flush=True)
+        for c in r["crashes"]:
+            print(f"  crash input: {c}", flush=True)
+    return 1 if total_crashes else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
