@@ -80,7 +80,8 @@ def build(inputs: list[Path], out: Path, ledger: Path | None = None, master: str
 
 
 def run_analyze(inputs: list[Path], out: Path, fmt: str = "text", ledger: Path | None = None, master: str = "local[*]",
-                fail_on: str = "error", stream: TextIO | None = None, progress: bool = True, spark=None) -> int:
+                fail_on: str = "error", stream: TextIO | None = None, progress: bool = True, spark=None,
+                register_catalog: bool = True) -> int:
     """The ``analyze`` command: returns the contract's exit code (0 clean, 1 findings ≥ fail_on)."""
     from .report import exit_code, render
 
@@ -88,6 +89,6 @@ def run_analyze(inputs: list[Path], out: Path, fmt: str = "text", ledger: Path |
         raise AnalyzeError(f"--format must be text, json or html, not {fmt!r}")
     if fail_on not in ("error", "warning", "info"):
         raise AnalyzeError(f"--fail-on must be error, warning or info, not {fail_on!r}")
-    doc = build(inputs, out, ledger=ledger, master=master, progress=progress, spark=spark)
+    doc = build(inputs, out, ledger=ledger, master=master, progress=progress, spark=spark, register_catalog=register_catalog)
     render(out, fmt, stream or sys.stdout)
     return exit_code(doc, fail_on)
