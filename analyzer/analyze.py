@@ -68,7 +68,7 @@ def build(inputs: list[Path], out: Path, ledger: Path | None = None, master: str
                          "seconds": {**res.seconds, "jobs": round(t2 - t1, 2), "total": round(time.monotonic() - t0, 2)},
                          "findings": doc["summary"]})
         (tmp / "run.json").write_text(json.dumps(run_info, indent=1, default=str) + "\n")
-        write_html(tmp)
+        write_html(tmp, shown_dir=Path(out).absolute())
     if own:
         catalog.register(out, spark)
     elif register_catalog:

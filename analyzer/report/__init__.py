@@ -51,11 +51,13 @@ def _atomic_write(path: Path, content: str) -> None:
         raise
 
 
-def write_html(out_dir: Path | str, data: ReportData | None = None) -> Path:
-    """Render DIR/report.html from DIR's findings and tables; returns its path."""
+def write_html(out_dir: Path | str, data: ReportData | None = None, shown_dir: Path | None = None) -> Path:
+    """Render DIR/report.html from DIR's findings and tables; returns its path. ``shown_dir``: the
+    directory the report names (analyze renders in a staging sibling that is then swapped in)."""
     from .html import render_html
 
     data = data or load(out_dir)
+    data.shown_dir = shown_dir
     path = data.out_dir / "report.html"
     _atomic_write(path, render_html(data))
     return path

@@ -44,6 +44,8 @@ class ReportData:
     tables: dict[str, pd.DataFrame | None]
     notes: list[str] = field(default_factory=list)
     era: Era | None = None
+    # Where the report says it lives: analyze renders in a staging sibling that becomes out_dir.
+    shown_dir: Path | None = None
 
     def table(self, name: str) -> pd.DataFrame | None:
         """The table, or None when it is missing or empty (callers then say so)."""

@@ -173,10 +173,10 @@ def build_context(data: ReportData) -> dict[str, Any]:
     }
     ov = overview(data)
     return {
-        "title": f"kafka-forensics report — {data.out_dir.name}",
+        "title": f"kafka-forensics report — {(data.shown_dir or data.out_dir).name}",
         "generated_at": datetime.now(UTC).strftime("%Y-%m-%d %H:%M:%S UTC"),
         "findings_generated_at": str(data.findings_doc.get("generated_at") or ""),
-        "out_dir": str(data.out_dir),
+        "out_dir": str(data.shown_dir or data.out_dir),
         "ov": ov,
         "era": ov["era"],
         "bytes_text": human_bytes(ov["bytes"]),
