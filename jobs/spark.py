@@ -47,6 +47,9 @@ def get_session(master: str = "local[*]", catalog_dir: Path | None = None, app: 
         SparkSession.builder.master(master)
         .appName(app)
         .config("spark.sql.shuffle.partitions", str(shuffle_partitions))
+        # local mode runs the executors in the driver JVM: Spark's 1g default makes the Parquet
+        # writers of big tables spend their time in GC (set before the JVM starts)
+        .config("spark.driver.memory", os.environ.get("KF_DRIVER_MEMORY", "4g"))
         .config("spark.ui.showConsoleProgress", "false")
         .config("spark.ui.enabled", "false")
         .config("spark.sql.session.timeZone", "UTC")
