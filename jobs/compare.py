@@ -81,7 +81,11 @@ def record_diffs(batches: DataFrame, records: DataFrame, replica_logs: DataFrame
 
     ``batches`` must carry ``aborted`` (see ``with_txn_outcome``).
     """
-    b = batches.select("topic", "partition", "broker", "base_offset", "last_offset", "crc", *BATCH_COLS)
+    # A batch failing its CRC is not readable data (it is a crc_mismatch finding of its own);
+    # comparing its decoded records would report the damage a second time as divergence.
+    b = batches.where(F.coalesce(F.col("crc_valid"), F.lit(True))).select(
+        "topic", "partition", "broker", "base_offset", "last_offset", "crc", *BATCH_COLS
+    )
     pairs = replica_pairs(replica_logs)
     ua = _unmatched(b, pairs, "a", "b")
     ub = _unmatched(b, pairs, "b", "a")

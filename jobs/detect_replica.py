@@ -47,7 +47,8 @@ PROBLEM_EXPLANATIONS = {
 
 def problem_findings(problems: DataFrame) -> list[Finding]:
     """One finding per (file, kind): the first position as evidence, the count in the detail."""
-    p = problems.where((F.col("dir_state").isNull()) | (F.col("dir_state") == "live"))
+    # cluster_id_mismatch is also a discovery problem row; the cross-broker job reports it once.
+    p = problems.where((F.col("dir_state").isNull()) | (F.col("dir_state") == "live")).where(F.col("kind") != "cluster_id_mismatch")
     g = p.groupBy("broker", "topic", "partition", "path", "kind").agg(
         F.count("*").alias("n"), F.min("position").alias("position"), F.min_by("detail", "position").alias("detail")
     )
@@ -198,14 +199,15 @@ def duplicate_sequence_findings(batches: DataFrame) -> list[Finding]:
 def hanging_transaction_findings(batches: DataFrame, producer_states: DataFrame) -> list[Finding]:
     """Transactional data after the producer's last marker, that no producer state holds open,
     and older than the longest transaction Kafka allows against the partition's newest data."""
-    b = live_segment_batches(batches).where(F.col("producer_id") >= 0)
+    all_batches = live_segment_batches(batches)
+    b = all_batches.where(F.col("producer_id") >= 0)
     per = b.groupBy("topic", "partition", "broker", "producer_id").agg(
         F.max(F.when(F.col("is_control"), F.col("base_offset"))).alias("last_marker"),
         F.collect_list(F.when(F.col("is_transactional") & ~F.col("is_control"),
                               F.struct("base_offset", "last_offset", "max_timestamp", "path", "position",
                                        "producer_epoch"))).alias("data"),
     )
-    newest = b.groupBy("topic", "partition", "broker").agg(F.max("max_timestamp").alias("newest_ts"))
+    newest = all_batches.groupBy("topic", "partition", "broker").agg(F.max("max_timestamp").alias("newest_ts"))
     ps = producer_states.where(F.col("current_txn_first_offset").isNotNull()).select(
         "topic", "partition", "broker", "producer_id", F.col("current_txn_first_offset").alias("open_first")
     ).groupBy("topic", "partition", "broker", "producer_id").agg(F.collect_set("open_first").alias("open_firsts"))

@@ -92,6 +92,9 @@ class Finding:
         self.brokers = sorted({int(b) for b in self.brokers if b is not None})
         self.leader_epochs = sorted({int(e) for e in self.leader_epochs if e is not None and e >= 0})
         self.salvage_brokers = sorted({int(b) for b in self.salvage_brokers if b is not None})
+        # every producer entry has the contract's four keys (null where unknown)
+        self.producers = [{k: p.get(k) for k in ("producer_id", "producer_epoch", "first_sequence", "last_sequence")}
+                          for p in self.producers]
 
     def key(self) -> tuple:
         return (
