@@ -258,8 +258,52 @@ def fix_crcs(data: bytearray) -> None:
         pos = end
 
 
+def mutate_compressed(rng: random.Random, b: bytearray) -> bytearray:
+    """Mutate the records inside one compressed v2 batch, recompress them and fix its length and
+    CRC, so record decoding behind a decompressor gets bad input (not just a failed decompression)."""
+    from parsers.codecs import CODEC_NAMES, decompress
+    from sample_data.writer.compression import compress
+
+    pos, found = 0, []
+    while pos + 61 <= len(b):
+        size = struct.unpack_from(">i", b, pos + 8)[0]
+        if size < 49 or pos + 12 + size > len(b):
+            break
+        if b[pos + 16] == 2 and b[pos + 22] & 7 in (1, 2, 3, 4):
+            found.append((pos, size))
+        pos += 12 + size
+    if not found:
+        return b
+    pos, size = rng.choice(found)
+    codec = b[pos + 22] & 7
+    try:
+        raw = bytearray(decompress(codec, bytes(b[pos + 61 : pos + 12 + size])))
+    except Exception:  # noqa: BLE001 - already damaged; leave it
+        return b
+    for _ in range(rng.randint(1, 3)):
+        if not raw:
+            break
+        i = rng.randrange(len(raw))
+        r = rng.random()
+        if r < 0.4:
+            raw[i] = rng.choice((0x00, 0x01, 0x7F, 0x80, 0xFF, 0xFE, rng.randrange(256)))
+        elif r < 0.7:
+            del raw[i:]
+        else:
+            raw[i:i] = rng.randbytes(rng.randint(1, 8))
+    payload = compress(CODEC_NAMES[codec], bytes(raw))
+    batch = b[pos : pos + 61] + payload
+    struct.pack_into(">i", batch, 8, len(batch) - 12)
+    struct.pack_into(">I", batch, 17, crc32c.crc32c(bytes(batch[21:])))
+    return b[:pos] + batch + b[pos + 12 + size :]
+
+
 def mutate(rng: random.Random, data: bytes, seeds: list[bytes], kind: str, max_size: int = 1 << 20) -> bytes:
     b = bytearray(data)
+    if kind in files.SEGMENT_KINDS and rng.random() < 0.2:
+        b = mutate_compressed(rng, b)
+        if rng.random() < 0.5:
+            return bytes(b[:max_size])
     for _ in range(rng.choice((1, 1, 1, 2, 2, 3, 5))):
         op = rng.randrange(12)
         n = len(b)
@@ -428,7 +472,15 @@ def _atheris_child(kind: str, inputs: int, seconds: float | None, seed: int) -> 
     CRASHES.mkdir(parents=True, exist_ok=True)
     rng = random.Random(seed)
 
+    counter = os.environ.get("KF_FUZZ_COUNT")
+    runs = [0, 0.0]
+
     def one(data: bytes) -> None:
+        runs[0] += 1
+        if runs[0] == 1:
+            runs[1] = time.time()
+        if counter and runs[0] % 256 == 0:  # inputs run and seconds spent fuzzing, for the parent
+            Path(counter).write_text(f"{runs[0]} {time.time() - runs[1]}")
         check(kind, data, rng)
 
     def custom(data: bytes, max_size: int, s: int) -> bytes:
@@ -448,6 +500,7 @@ def _atheris_child(kind: str, inputs: int, seconds: float | None, seed: int) -> 
     ]
     if seconds:
         argv.append(f"-max_total_time={int(max(1, seconds))}")
+    atheris.instrument_all()  # Python coverage for libFuzzer (numba kernels are compiled already)
     atheris.Setup(argv, one, custom_mutator=custom)
     atheris.Fuzz()
 
@@ -457,10 +510,14 @@ def run_atheris(kind: str, inputs: int, seconds: float | None, seed: int) -> dic
     cmd = [sys.executable, __file__, "--_atheris-child", kind, "--inputs", str(inputs), "--seed", str(seed)]
     if seconds:
         cmd += ["--seconds", str(seconds)]
-    out = subprocess.run(cmd, capture_output=True, text=True)
-    dt = time.perf_counter() - t0
-    m = re.findall(r"Done (\d+) runs|#(\d+)\s", out.stderr)
-    runs = max((int(a or b) for a, b in m), default=0)
+    with tempfile.TemporaryDirectory() as tmp:
+        count = Path(tmp) / "runs"
+        out = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, "KF_FUZZ_COUNT": str(count)})
+        dt = time.perf_counter() - t0
+        m = re.findall(r"Done (\d+) runs|#(\d+)\s", out.stderr)
+        n, secs = count.read_text().split() if count.exists() else ("0", "0")
+        runs = max([int(a or b) for a, b in m] + [int(n)])
+        dt = float(secs) or dt  # the rate of fuzzing, not of instrumenting
     crashes = [] if out.returncode == 0 else [p for p in CRASHES.glob(f"{kind}-*") if p.stat().st_mtime >= time.time() - dt - 1]
     if out.returncode != 0:
         print(out.stderr[-3000:], file=sys.stderr)
