@@ -19,6 +19,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from parsers.broker_log import node_from_name
 from parsers.files import KINDS, detect
 from parsers.meta_properties import parse as parse_meta
 from parsers.names import FIXED_NAMES, parse_partition_dir
@@ -174,6 +175,48 @@ def _walk_files(ld: LogDir, broker: int) -> list[FileEntry]:
     return out
 
 
+def _broker_logs(root: Root, log_dirs: list[LogDir], broker_of: dict[str, int]) -> list[FileEntry]:
+    """server.log / controller.log / state-change.log files (rotated, gzipped) anywhere under
+    ``root`` outside the log dirs: beside a broker's log dir, in a ``logs/`` or
+    ``server-logs/`` folder. Whose they are: a node id in the name (``node-1-server.log.gz``),
+    else the one broker whose log dirs share the nearest folder with the file, else -1 (the
+    lines themselves often name the node)."""
+    inside = {ld.abs_path for ld in log_dirs}
+    out: list[FileEntry] = []
+    for dirpath, dirnames, filenames in os.walk(root.path, followlinks=False):
+        here = Path(dirpath)
+        dirnames[:] = sorted(d for d in dirnames if here / d not in inside)
+        for name in sorted(filenames):
+            if detect(name) != "broker_log":
+                continue
+            full = here / name
+            try:
+                st = full.lstat()
+            except OSError:
+                continue
+            if not os.path.isfile(full) or os.path.islink(full):
+                continue
+            node = node_from_name(name)
+            if node is None:
+                node = _nearest_broker(here, log_dirs, broker_of)
+            sub = here.relative_to(root.path).as_posix()
+            folder = root.prefix if sub == "." else (f"{root.prefix}/{sub}" if root.prefix else sub)
+            folder = folder or root.path.name
+            out.append(FileEntry(str(full), f"{folder}/{name}", node, folder, None, None, None, "broker_log",
+                                 st.st_size, int(st.st_mtime * 1000), root.archive))
+    return out
+
+
+def _nearest_broker(here: Path, log_dirs: list[LogDir], broker_of: dict[str, int]) -> int:
+    for folder in (here, *here.parents):
+        ids = {broker_of[ld.rel] for ld in log_dirs if folder in ld.abs_path.parents or ld.abs_path == folder}
+        if len(ids) == 1:
+            return ids.pop()
+        if len(ids) > 1:
+            return -1
+    return -1
+
+
 def discover(roots: list[Root]) -> Discovery:
     """Log dirs under every root, grouped into brokers, with every file they hold."""
     problems: list[dict] = []
@@ -209,6 +252,9 @@ def discover(roots: list[Root]) -> Discovery:
         b.files += len(ld_files)
         b.bytes += sum(f.size for f in ld_files)
         files.extend(ld_files)
+    broker_of = {rel: b.broker for b in brokers.values() for rel in b.log_dirs}
+    for root in roots:
+        files.extend(_broker_logs(root, [ld for ld in log_dirs if ld.input_root == str(root.path)], broker_of))
     by_id: dict[int, list[Broker]] = {}
     for b in brokers.values():
         by_id.setdefault(b.broker, []).append(b)

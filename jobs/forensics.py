@@ -13,16 +13,27 @@ from pathlib import Path
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from . import compare, detect_cross, detect_replica, epoch_lineage, offset_ranges, replica_logs
+from . import (
+    compare,
+    detect_cross,
+    detect_history,
+    detect_replica,
+    epoch_lineage,
+    metadata,
+    offset_ranges,
+    replica_logs,
+    timeline,
+)
 from .findings import FINDINGS_SCHEMA, Finding, finalize, to_rows
 from .ingest import read_table, write_table
-from .ledger import ledger_lost_offsets, read_ledger
+from .ledger import ledger_lost_offsets, lost_ledger_rows, read_ledger, record_view
 
 log = logging.getLogger(__name__)
 
 INPUT_TABLES = ["brokers", "files", "batches", "records", "checkpoints", "leader_epochs", "partition_metadata",
-                "clean_shutdown", "problems", "index_files", "producer_states"]
-JOB_TABLES = ["replica_logs", "epoch_lineage", "offset_ranges", "findings"]
+                "clean_shutdown", "problems", "index_files", "producer_states", "metadata_records", "consumer_offsets",
+                "transactions", "log_events"]
+JOB_TABLES = ["replica_logs", "epoch_lineage", "offset_ranges", "metadata_events", "broker_events", "timeline", "findings"]
 
 
 def load(spark: SparkSession, out: Path) -> dict[str, DataFrame]:
@@ -62,7 +73,10 @@ def run(spark: SparkSession, out: Path, ledger: Path | None = None) -> list[Find
     findings += detect_replica.hanging_transaction_findings(t["batches"], t["producer_states"])
     findings += detect_cross.divergence_findings(ranges)
 
+    hist = _history(spark, out, t, rl_df)
+
     loss_ranges: list = []
+    lost_acks: list = []
     if surv:
         lost = detect_cross.committed_loss(detect_cross.hw_lost_offsets(diffs, surv), rl_df)
         if ledger is not None:
@@ -71,14 +85,22 @@ def run(spark: SparkSession, out: Path, ledger: Path | None = None) -> list[Find
                 "topic string, partition int, survivor int, s_log_start long, s_compacted boolean",
             )
             led = ledger_lost_offsets(read_ledger(spark, ledger), t["records"], batches, sv)
+            lost_acks = _lost_acks(lost_ledger_rows(read_ledger(spark, ledger), record_view(t["records"], batches), sv))
             lost = lost.select(*led.columns).unionByName(led)
         loss_ranges = detect_cross.loss_ranges(lost)
-    findings += detect_cross.loss_findings(loss_ranges)
+    loss = detect_cross.loss_findings(loss_ranges)
+    findings += loss
     findings += detect_cross.truncation_findings(rl, surv, loss_ranges)
     # unclean_leader_election is not inferred from segments alone: a new epoch starting below
     # another replica's committed data looks the same after an unclean election and after a
     # KAFKA-1211 truncation to a stale HW by a leader elected cleanly from the ISR. The KRaft
     # metadata log (PartitionChangeRecord, leaderRecoveryState) tells them apart.
+    findings += detect_history.unclean_election_findings(hist["elections"], hist["log_unclean"], lineage)
+    findings += detect_history.logged_truncation_findings(hist["log_rows"])
+    if lost_acks and hist["events"]:
+        findings += detect_history.ledger_truncation_findings(lost_acks, hist["events"], rl, loss)
+    findings += detect_history.consumer_loss_findings(hist["commits"], [r for r in rl if (r["topic"], r["partition"]) in hist["complete"]], loss)
+    findings += detect_history.transaction_state_findings(hist["txns"], hist["collected_ms"])
     findings += detect_cross.epoch_conflict_findings(lineage, rl)
     findings += detect_cross.topic_id_findings(rl)
     findings += detect_cross.cluster_id_findings(t["brokers"].collect())
@@ -89,3 +111,49 @@ def run(spark: SparkSession, out: Path, ledger: Path | None = None) -> list[Find
     batches.unpersist()
     rl_df.unpersist()
     return findings
+
+
+def _history(spark: SparkSession, out: Path, t: dict[str, DataFrame], rl_df: DataFrame) -> dict:
+    """The metadata-log, broker-log and internal-topic job tables, and the few rows the history
+    detections need (events, not records)."""
+    write_table(metadata.metadata_events(t["metadata_records"]), out, "metadata_events")
+    me = read_table(spark, out, "metadata_events")
+    write_table(metadata.broker_events(t["metadata_records"]), out, "broker_events")
+    be = read_table(spark, out, "broker_events")
+    le = timeline.named_log_events(t["log_events"], timeline.topic_names(me))
+    lineage = read_table(spark, out, "epoch_lineage")
+    tl = timeline.build(me, be, lineage, le, t["consumer_offsets"], rl_df.select("topic", "partition", "broker"))
+    write_table(tl.orderBy("topic", "partition", F.col("time").asc_nulls_last(), "seq").coalesce(1), out, "timeline")
+
+    log_cols = ["topic", "partition", F.coalesce("node", "broker").alias("node"), "time", "line_no", "path", "event", "offset",
+                "hw", "leader", "leader_epoch", "text"]
+    log_rows = le.where(F.col("topic").isNotNull() & F.col("partition").isNotNull()
+                        & (F.col("hw").isNotNull() | (F.col("event") == "truncation"))).select(*log_cols).collect()
+    log_unclean = le.where(F.col("event") == "unclean_election").select(*log_cols).collect()
+    elections = me.where(F.col("election") == "unclean").collect()
+    events = me.where(F.col("event").isin("partition_created", "leader_change", "isr_change", "snapshot_state")).select(
+        "topic", "partition", "meta_offset", "time", "leader", "leader_epoch", "isr", "source", "path", "batch_position").collect()
+    latest = me.where(F.col("replicas").isNotNull()).groupBy("topic", "partition").agg(F.max_by("replicas", "meta_offset").alias("replicas"))
+    have = rl_df.where(F.col("dir_state") == "live").groupBy("topic", "partition").agg(F.collect_set("broker").alias("have"))
+    complete = {(r["topic"], r["partition"]) for r in latest.join(have, ["topic", "partition"]).where(
+        F.size(F.array_except("replicas", "have")) == 0).collect()}
+    co = t["consumer_offsets"].where(~F.col("tombstone") & (F.col("record_type") == "offset_commit"))
+    commits = co.groupBy("group", "topic", "partition").agg(
+        F.max_by(F.struct("committed_offset", "broker", "path", "batch_position"), "offset").alias("c")).select(
+        "group", "topic", "partition", "c.*").collect()
+    tx = t["transactions"].where(F.col("transactional_id").isNotNull())
+    txns = tx.groupBy("transactional_id").agg(F.max_by(F.struct(*[c for c in tx.columns if c != "transactional_id"]), "offset").alias("x")).select(
+        "transactional_id", "x.*").where(~F.col("tombstone")).collect() if not tx.isEmpty() else []
+    collected = t["batches"].agg(F.max("max_timestamp")).first()[0] if txns else None
+    return {"elections": elections, "log_unclean": log_unclean, "log_rows": log_rows, "events": events,
+            "commits": commits, "complete": complete, "txns": txns, "collected_ms": collected}
+
+
+def _lost_acks(lost: DataFrame) -> list:
+    """Lost ledger records per (topic, partition, acks, survivor status): offset span and
+    acknowledgement times (a few rows)."""
+    lost = lost.where(F.col("ack_time").isNotNull())
+    return lost.groupBy("topic", "partition", F.coalesce("acks", F.lit("?")).alias("acks")).agg(
+        F.min("offset").alias("first_offset"), F.max("offset").alias("last_offset"),
+        F.min("ack_time").alias("first_ack"), F.max("ack_time").alias("last_ack"),
+    ).collect()

@@ -23,6 +23,8 @@ LEDGER_SCHEMA = T.StructType([
     T.StructField("key", T.StringType()),
     T.StructField("key_sha256", T.StringType()),
     T.StructField("value_sha256", T.StringType()),
+    T.StructField("acks", T.StringType()),  # the producer's acks setting (0, 1, all / -1), if the ledger says
+    T.StructField("ack_ts", T.StringType()),  # when it was acknowledged (ISO 8601), if the ledger says
 ])
 
 
@@ -33,10 +35,10 @@ def read_ledger(spark: SparkSession, path: Path) -> DataFrame:
     df = df.where(F.col("topic").isNotNull() & F.col("partition").isNotNull() & F.col("offset").isNotNull())
     return df.withColumn(
         "key_sha256", F.coalesce(F.lower("key_sha256"), F.when(F.col("key").isNotNull(), F.sha2(F.col("key"), 256)))
-    ).withColumn("value_sha256", F.lower("value_sha256")).drop("key")
+    ).withColumn("value_sha256", F.lower("value_sha256")).withColumn("ack_time", F.to_timestamp("ack_ts")).drop("key", "ack_ts")
 
 
-def _record_view(records: DataFrame, batches: DataFrame) -> DataFrame:
+def record_view(records: DataFrame, batches: DataFrame) -> DataFrame:
     b = batches.select("broker", "path", "position", "partition_leader_epoch", "producer_id", "producer_epoch", "base_sequence",
                        "is_transactional", "is_control", "aborted")
     r = records.where(F.col("dir_state") == "live") if "dir_state" in records.columns else records
@@ -45,10 +47,9 @@ def _record_view(records: DataFrame, batches: DataFrame) -> DataFrame:
     return r.join(b, ["broker", "path", "position"])
 
 
-def ledger_lost_offsets(ledger: DataFrame, records: DataFrame, batches: DataFrame, survivors: DataFrame) -> DataFrame:
-    """Rows (topic, partition, offset, survivor, status, holder, rec, holder_hw, source) like
-    ``detect_cross.hw_lost_offsets``, one per lost ledger offset and replica still holding it."""
-    rv = _record_view(records, batches)
+def lost_ledger_rows(ledger: DataFrame, rv: DataFrame, survivors: DataFrame) -> DataFrame:
+    """The ledger's rows (all its columns, plus survivor and status) whose record the surviving
+    log lacks or holds with other content. ``rv``: ``record_view(records, batches)``."""
     s = survivors.select("topic", "partition", "survivor", "s_log_start", "s_compacted")
     led = ledger.join(s, ["topic", "partition"]).where(F.col("offset") >= F.col("s_log_start"))
     srec = rv.select("topic", "partition", F.col("broker").alias("survivor"), "offset",
@@ -63,7 +64,14 @@ def ledger_lost_offsets(ledger: DataFrame, records: DataFrame, batches: DataFram
         F.col("s_key") == F.col("key_sha256"), F.lit(True)
     )
     lost = j.where(~(held_by_survivor & matches)).where(~(~held_by_survivor & F.col("s_compacted")))
-    lost = lost.withColumn("status", F.when(held_by_survivor, "divergent").otherwise("missing"))
+    return lost.withColumn("status", F.when(held_by_survivor, "divergent").otherwise("missing"))
+
+
+def ledger_lost_offsets(ledger: DataFrame, records: DataFrame, batches: DataFrame, survivors: DataFrame) -> DataFrame:
+    """Rows (topic, partition, offset, survivor, status, holder, rec, holder_hw, source) like
+    ``detect_cross.hw_lost_offsets``, one per lost ledger offset and replica still holding it."""
+    rv = record_view(records, batches)
+    lost = lost_ledger_rows(ledger, rv, survivors)
     others = rv.select(
         "topic", "partition", F.col("broker").alias("holder"), "offset", F.col("key_sha256").alias("h_key"),
         F.col("value_sha256").alias("h_value"),

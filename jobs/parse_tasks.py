@@ -20,11 +20,49 @@ from collections.abc import Iterable, Iterator
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from parsers.common import FileBytes
+from parsers.common import FileBytes, problems_table
 from parsers.files import KINDS, SEGMENT_KINDS, module_for, small_parser
 from parsers.names import base_offset_from_name
 
-from .tables import COMMON, EXTRA_TABLE, KIND_TABLE, TS, schema_of
+from .tables import COMMON, EXTRA_TABLE, INTERNAL_TOPIC_TABLE, KIND_TABLE, TS, schema_of
+
+# kind -> decoder of the records of an internal topic (module with ``decode_records``)
+_DECODERS = {
+    "metadata_records": "parsers.metadata_records",
+    "consumer_offsets": "parsers.consumer_offsets",
+    "transactions": "parsers.transaction_state",
+}
+
+
+def internal_table(f: dict) -> str | None:
+    """The decoded table a segment-format file feeds, if it is an internal topic's (KRaft
+    snapshots and ``bootstrap.checkpoint`` are metadata records wherever they sit)."""
+    if f["kind"] in ("kraft_snapshot", "bootstrap_checkpoint"):
+        return "metadata_records"
+    if f["kind"] == "segment":
+        return INTERNAL_TOPIC_TABLE.get(f.get("topic") or "")
+    return None
+
+
+def decode_internal(name: str, records: pa.Table, f: dict) -> Iterator[tuple[str, pa.Table]]:
+    """Rows of an internal topic's decoded table, plus its problems. The decoders never raise on
+    bad bytes; a bug in one still must not lose the segment's other tables, so it is caught."""
+    import importlib
+
+    try:
+        table, problems = importlib.import_module(_DECODERS[name]).decode_records(records)
+    except Exception as exc:  # a decoder bug: name the file, keep the segment's other tables
+        where = traceback.extract_tb(exc.__traceback__)[-1]
+        yield "problems", problem_rows(f, [(0, "parser_error", f"{name}: {type(exc).__name__}: {exc} (at {where.filename.rsplit('/', 1)[-1]}:{where.lineno})")])
+        return
+    extra = {}
+    if name == "metadata_records":
+        extra = {"file_kind": f["kind"],
+                 "snapshot_end_offset": base_offset_from_name(f["path"]) if f["kind"] == "kraft_snapshot" else None}
+    if table.num_rows:
+        yield name, conform(table, name, f, **extra)
+    if problems:
+        yield "problems", conform(problems_table(f["path"], problems), "problems", f)
 
 STAGE_SCHEMA = pa.schema([
     pa.field("table", pa.string()),
@@ -36,6 +74,16 @@ STAGE_SCHEMA = pa.schema([
 HASH_BLOCK = 32 << 20
 _IPC_OPTIONS = pa.ipc.IpcWriteOptions(compression="lz4")
 _MAX_TS_MS = 253_402_300_799_999  # 9999-12-31: beyond this a Spark timestamp overflows
+
+
+# tables whose topic/partition are the row's own (a checkpoint entry, a consumer commit, a
+# metadata record, a log line), not those of the directory holding the file
+OWN_COLUMNS: dict[str, set[str]] = {
+    "checkpoints": {"topic", "partition", "dir_state"},
+    "consumer_offsets": {"topic", "partition"},
+    "metadata_records": {"topic", "partition"},
+    "log_events": {"topic", "partition"},
+}
 
 
 def to_ipc(table: pa.Table) -> bytes:
@@ -58,7 +106,7 @@ def conform(table: pa.Table, name: str, f: dict, payloads: bool = False, **extra
     input root, columns in the schema's order (missing ones null)."""
     schema = schema_of(name, payloads)
     n = table.num_rows
-    own = {"topic", "partition", "dir_state"} if name == "checkpoints" else set()  # the entry's, not the dir's
+    own = OWN_COLUMNS.get(name, set())  # the entry's, not the dir's
     cols = _common(n, f, [c.name for c in schema if c.name in {x.name for x in COMMON} - own])
     for key, value in extra.items():
         cols[key] = pa.array([value] * n, schema.field(key).type)
@@ -121,19 +169,27 @@ def parse_file(f: dict, payloads: bool = False) -> Iterator[tuple[str, pa.Table]
             hasher = _Hasher(fb.data)
             if kind in SEGMENT_KINDS:
                 base = base_offset_from_name(f["path"])
-                pieces = module_for(kind).iter_parse(fb.data, f["path"], records=True, payloads=payloads)
+                internal = internal_table(f)
+                # an internal topic's payloads are read to decode them; they leave only if asked
+                pieces = module_for(kind).iter_parse(fb.data, f["path"], records=True, payloads=payloads or internal is not None)
                 for piece in pieces:
                     hasher.advance(max(HASH_BLOCK, 0))
                     yield "batches", conform(piece.table, "batches", f, segment_base_offset=base, file_kind=kind)
                     recs = piece.extra.get("records")
                     if recs is not None and recs.num_rows:
                         yield "records", records_table(recs, piece.table, f, payloads)
+                        if internal is not None:
+                            yield from decode_internal(internal, recs, f)
                     if piece.problems.num_rows:
                         yield "problems", conform(piece.problems, "problems", f)
             elif kind in KINDS:
                 piece = small_parser(kind)(fb.data, f["path"])
                 name = KIND_TABLE[kind]
-                yield name, conform(piece.table, name, f)
+                table, extra = piece.table, {}
+                if kind == "broker_log":  # the line's subject broker, apart from the node that wrote the file
+                    table = table.rename_columns(["subject_broker" if c == "broker" else c for c in table.column_names])
+                    extra = {"log_kind": module_for(kind).is_broker_log(f["path"].rsplit("/", 1)[-1])}
+                yield name, conform(table, name, f, **extra)
                 for key, table in piece.extra.items():
                     extra_name = EXTRA_TABLE.get(key)
                     if extra_name == "index_files":

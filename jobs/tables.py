@@ -13,9 +13,12 @@ from __future__ import annotations
 import pyarrow as pa
 
 from parsers import (
+    broker_log,
     clean_shutdown,
+    consumer_offsets,
     leader_epoch_checkpoint,
     meta_properties,
+    metadata_records,
     offset_checkpoint,
     offset_index,
     partition_metadata,
@@ -23,6 +26,7 @@ from parsers import (
     segment,
     time_index,
     transaction_index,
+    transaction_state,
 )
 from parsers._index import INFO_SCHEMA
 from parsers.common import PROBLEM_SCHEMA
@@ -40,6 +44,8 @@ COMMON = [
 
 
 def _with_common(schema: pa.Schema, extra: list[pa.Field] = ()) -> pa.Schema:
+    """COMMON in front; a parser column of the same name as a common one (a consumer commit's or a
+    log line's own topic/partition) takes its place and must have its type."""
     own = [f for f in schema if f.name not in {c.name for c in COMMON}]
     return pa.schema(COMMON + own + list(extra))
 
@@ -88,6 +94,18 @@ SCHEMAS: dict[str, pa.Schema] = {
     "meta_properties": _with_common(meta_properties.SCHEMA),
     "clean_shutdown": _with_common(clean_shutdown.SCHEMA),
     "problems": _with_common(PROBLEM_SCHEMA),
+    # decoded internal topics: one row per record of __cluster_metadata (log and snapshots),
+    # __consumer_offsets and __transaction_state, on every replica that holds it
+    "metadata_records": _with_common(metadata_records.METADATA_RECORDS_SCHEMA, [
+        pa.field("file_kind", pa.string()),  # segment | kraft_snapshot | bootstrap_checkpoint
+        pa.field("snapshot_end_offset", pa.int64()),  # snapshots: the metadata offset they stand for
+    ]),
+    "consumer_offsets": _with_common(consumer_offsets.CONSUMER_OFFSETS_SCHEMA),
+    "transactions": _with_common(transaction_state.TRANSACTIONS_SCHEMA),
+    # interesting lines of server.log / controller.log / state-change.log (rotated, gzipped)
+    # (the parser's ``broker``, the broker a controller line is about, is ``subject_broker`` here)
+    "log_events": _with_common(pa.schema([f.with_name("subject_broker") if f.name == "broker" else f for f in broker_log.LOG_EVENTS_SCHEMA]),
+                               [pa.field("log_kind", pa.string())]),
 }
 
 # the discovery table, built on the driver (a handful of rows)
@@ -119,6 +137,13 @@ KIND_TABLE: dict[str, str] = {
     "partition_metadata": "partition_metadata",
     "meta_properties": "meta_properties",
     "clean_shutdown": "clean_shutdown",
+    "broker_log": "log_events",
+}
+# segments of these topics are also decoded record by record into their own table
+INTERNAL_TOPIC_TABLE: dict[str, str] = {
+    "__cluster_metadata": "metadata_records",
+    "__consumer_offsets": "consumer_offsets",
+    "__transaction_state": "transactions",
 }
 EXTRA_TABLE = {"records": "records", "index_info": "index_files"}
 

@@ -38,12 +38,18 @@ KINDS: dict[str, Kind] = {
     "partition_metadata": Kind("partition_metadata", "partition_metadata"),
     "meta_properties": Kind("meta_properties", "meta_properties"),
     "clean_shutdown": Kind("clean_shutdown", "clean_shutdown"),
+    "broker_log": Kind("broker_log", "log_event"),
 }
 SEGMENT_KINDS = frozenset({"segment", "kraft_snapshot", "bootstrap_checkpoint"})
 
 
 def detect(path: str) -> str | None:
-    return detect_kind(os.path.basename(path))
+    """The kind of a file from its name: Kafka's own files, then broker logs (server.log …)."""
+    name = os.path.basename(path)
+    kind = detect_kind(name)
+    if kind is None and module_for("broker_log").is_broker_log(name):
+        return "broker_log"
+    return kind
 
 
 def module_for(kind: str):

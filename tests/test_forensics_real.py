@@ -8,7 +8,9 @@ repositories with no staged incident, where any error would be a false alarm.
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
+import pyarrow.parquet as pq
 import pytest
 from conftest import FOUND, REAL
 
@@ -31,9 +33,16 @@ def analyzed(spark, tmp_path_factory):
             on_disk = json.loads((out / "findings.json").read_text())
             assert on_disk["findings"] == doc["findings"], "findings.json must be what the jobs found"
             cache[name] = doc
+            outs[name] = out
         return cache[name]
 
+    outs: dict[str, Path] = {}
+    run.outs = outs
     return run
+
+
+def table(out: Path, name: str) -> list[dict]:
+    return pq.read_table(out / "tables" / name).to_pylist()
 
 
 def by_kind(doc: dict) -> dict[str, list[dict]]:
@@ -90,3 +99,105 @@ def test_found_unclean_shutdown_only_where_the_marker_is_absent(analyzed):
             flagged.add(name)
     markers = {name for name in FOUND_SETS if not any((FOUND / name).rglob(".kafka_cleanshutdown"))}
     assert flagged == markers
+
+
+# --- history: the metadata log, broker logs, the timeline (issue 10) ---------------------------
+
+def _gt(name: str) -> dict:
+    return json.loads((REAL / name / "ground_truth.json").read_text())
+
+
+def test_rejoined_unclean_election_is_found_in_the_metadata_log(analyzed):
+    name = "unclean-election-divergence-rejoined"
+    exp = next(a for a in _gt(name)["expected_anomalies"] if a["kind"] == "unclean_leader_election")
+    doc = analyzed(REAL, name)
+    got = by_kind(doc)["unclean_leader_election"]
+    assert len(got) == 1, got
+    f = got[0]
+    assert (f["topic"], f["partition"], f["leader_epochs"], f["first_offset"]) == (
+        exp["topic"], exp["partition"], [exp["leader_epoch"]], exp["epoch_start_offset"])
+    assert exp["new_leader"] in f["brokers"] and set(exp["isr_before"]) <= set(f["brokers"])
+    assert f["severity"] == "error"
+    assert any("__cluster_metadata" in (e["path"] or "") for e in f["evidence"]), f["evidence"]
+
+
+def test_rejoined_old_leader_truncated_below_its_hw(analyzed):
+    name = "unclean-election-divergence-rejoined"
+    exp = next(a for a in _gt(name)["expected_anomalies"] if a["kind"] == "truncation_below_hw")
+    doc = analyzed(REAL, name)
+    got = [f for f in by_kind(doc).get("truncation_below_hw", []) if f["brokers"] == [exp["broker"]]]
+    assert len(got) == 1, by_kind(doc).get("truncation_below_hw")
+    f = got[0]
+    assert (f["topic"], f["partition"]) == (exp["topic"], exp["partition"])
+    assert (f["first_offset"], f["last_offset"] + 1, f["records"]) == (exp["truncated_to"], exp["hw_checkpoint_before"], exp["count"])
+    # the acked loss is still counted once
+    assert doc["summary"]["records_lost"] == exp["count"]
+
+
+_BROKER_EVENT = {True: "registered", 1: "fenced", -1: "unfenced"}
+
+
+@pytest.mark.parametrize("name", SCENARIOS)
+def test_metadata_events_match_the_leadership_history(analyzed, name):
+    gt = _gt(name)
+    analyzed(REAL, name)
+    out = analyzed.outs[name]
+    events = {e["meta_offset"]: e for e in table(out, "metadata_events")}
+    brokers = {e["meta_offset"]: e for e in table(out, "broker_events")}
+    checked = 0
+    for h in gt["leadership_history"]:
+        if h["type"].startswith("PARTITION"):
+            e = events[h["meta_offset"]]
+            assert (e["topic"], e["partition"], e["leader"], e["leader_epoch"], e["isr"], e["replicas"], e["partition_epoch"]) == (
+                h["topic"], h["partition"], h["leader"], h["leaderEpoch"], h["isr"], h["replicas"], h["partitionEpoch"]), (h, e)
+            if "leaderRecoveryState" in h:
+                assert e["leader_recovery_state"] == h["leaderRecoveryState"]
+                assert e["election"] == ("unclean" if h["leaderRecoveryState"] == 1 else e["election"])
+        else:
+            b = brokers[h["meta_offset"]]
+            assert b["node"] == h["broker"]
+            if h.get("inControlledShutdown") == 1:
+                assert b["event"] == "controlled_shutdown"
+            elif h["fenced"] in _BROKER_EVENT:
+                assert b["event"] == _BROKER_EVENT[h["fenced"]], (h, b)
+        checked += 1
+    assert checked == len(gt["leadership_history"]) > 5
+    # clean elections only, except the staged unclean one
+    unclean = [e for e in events.values() if e["election"] == "unclean"]
+    assert len(unclean) == (1 if name == "unclean-election-divergence-rejoined" else 0)
+
+
+@pytest.mark.parametrize("name", SCENARIOS)
+def test_timeline_tells_each_partition_story_in_order(analyzed, name):
+    gt = _gt(name)
+    analyzed(REAL, name)
+    rows = table(analyzed.outs[name], "timeline")
+    assert rows
+    by_part: dict[tuple, list[dict]] = {}
+    for r in rows:
+        by_part.setdefault((r["topic"], r["partition"]), []).append(r)
+    for part_rows in by_part.values():
+        times = [r["time"] for r in part_rows if r["time"] is not None]
+        assert times == sorted(times), "rows are in time order"
+    # every partition record of the leadership history is on its partition's timeline, in order
+    for (topic, part) in {(h["topic"], h["partition"]) for h in gt["leadership_history"] if h["type"].startswith("PARTITION")}:
+        want = [h["meta_offset"] for h in gt["leadership_history"] if h.get("topic") == topic and h.get("partition") == part]
+        got = [r["seq"] for r in by_part[(topic, part)] if r["source"] == "metadata" and r["node"] is None]
+        assert [o for o in got if o in want] == want
+        assert {r["source"] for r in by_part[(topic, part)]} >= {"metadata", "leader_epoch", "broker_log"}
+    flagged = [r for r in rows if r["severity"] == "error"]
+    if name == "unclean-election-divergence-rejoined":
+        assert any(r["election"] == "unclean" and r["leader_epoch"] == 2 and r["source"] == "metadata" for r in flagged)
+    else:
+        assert flagged == []
+
+
+@pytest.mark.parametrize("name", [n for n in FOUND_SETS if n.startswith("kraft")])
+def test_found_kraft_metadata_decodes_without_parser_errors(analyzed, name):
+    analyzed(FOUND, name)
+    out = analyzed.outs[name]
+    recs = table(out, "metadata_records")
+    assert recs, "the metadata log / snapshots decode into rows"
+    assert not [p for p in table(out, "problems") if p["kind"] == "parser_error"]
+    for r in recs:
+        assert r["known"] or r["raw_hex"], "an unknown record is kept raw"

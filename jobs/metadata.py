@@ -1,0 +1,233 @@
+"""Who led when: the KRaft metadata log replayed into per-partition events and broker events.
+
+Every KRaft node (controller and broker) holds a copy of ``__cluster_metadata``; the committed
+part is the same Raft log everywhere, so records are deduplicated by metadata offset and each
+event names the nodes whose copy holds it. A ``PartitionChangeRecord`` only carries what changed,
+so the state of a partition is rebuilt the way ``PartitionRegistration.merge`` does it: a record
+with a leader field (≠ -2) bumps the leader epoch, every record bumps the partition epoch, absent
+fields keep their value. Snapshots (``NNNN-EEEE.checkpoint``, ``bootstrap.checkpoint``) restate
+the whole state at their end offset; replayed after the log records before that offset they add
+nothing, and where the log before them is gone they supply the starting state.
+
+Whether an election was clean: a new leader while ``leaderRecoveryState`` becomes RECOVERING (1)
+is an unclean election (the controller sets it exactly then); so is a new leader that was in
+neither the previous ISR nor the previous ELR (older metadata versions). A leader of -1 is no
+election (the partition went offline).
+
+The replay runs per topic id with ``applyInPandas`` (all of a topic's records carry its id), so it
+is distributed like every other job; the metadata log is small next to the data it describes.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pandas as pd
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
+
+PARTITION_TYPES = ("TOPIC_RECORD", "PARTITION_RECORD", "PARTITION_CHANGE_RECORD", "REMOVE_TOPIC_RECORD")
+BROKER_TYPES = ("REGISTER_BROKER_RECORD", "UNREGISTER_BROKER_RECORD", "BROKER_REGISTRATION_CHANGE_RECORD",
+                "FENCE_BROKER_RECORD", "UNFENCE_BROKER_RECORD", "REGISTER_CONTROLLER_RECORD")
+NO_LEADER_CHANGE = -2
+RECOVERING = 1
+
+_INTS = T.ArrayType(T.IntegerType())
+METADATA_EVENTS = T.StructType([
+    T.StructField("topic", T.StringType()),
+    T.StructField("partition", T.IntegerType()),
+    T.StructField("topic_id", T.StringType()),
+    T.StructField("meta_offset", T.LongType()),  # offset in __cluster_metadata (snapshots: their end offset - 1)
+    T.StructField("time", T.TimestampType()),  # the record's append time on the controller
+    T.StructField("event", T.StringType()),  # partition_created | leader_change | isr_change | leader_recovered | replicas_change | topic_removed | snapshot_state | partition_change
+    T.StructField("leader", T.IntegerType()),
+    T.StructField("leader_epoch", T.IntegerType()),
+    T.StructField("partition_epoch", T.IntegerType()),
+    T.StructField("isr", _INTS),
+    T.StructField("elr", _INTS),
+    T.StructField("replicas", _INTS),
+    T.StructField("leader_recovery_state", T.IntegerType()),  # 0 RECOVERED, 1 RECOVERING
+    T.StructField("prev_leader", T.IntegerType()),
+    T.StructField("prev_leader_epoch", T.IntegerType()),
+    T.StructField("prev_isr", _INTS),
+    T.StructField("election", T.StringType()),  # clean | unclean | offline (leader -1) | null (no leader change)
+    T.StructField("clean", T.BooleanType()),  # the election's cleanliness; null without an election
+    T.StructField("source", T.StringType()),  # log | snapshot
+    T.StructField("nodes", _INTS),  # the nodes whose metadata log (or snapshot) holds the record
+    T.StructField("path", T.StringType()),  # one file that holds it (evidence)
+    T.StructField("batch_position", T.LongType()),
+    T.StructField("detail", T.StringType()),
+])
+
+
+def _records(meta: DataFrame, types: tuple[str, ...]) -> DataFrame:
+    """The records of ``types``, one row per metadata offset whatever the number of copies."""
+    m = meta.where(F.col("record_type").isin(*types) & F.col("error").isNull())
+    snap = F.col("file_kind") != "segment"
+    m = m.withColumn("source", F.when(snap, "snapshot").otherwise("log"))
+    m = m.withColumn("meta_offset", F.when(snap, F.coalesce(F.col("snapshot_end_offset") - 1, F.lit(-1))).otherwise(F.col("offset")))
+    m = m.withColumn("seq", F.when(snap, F.col("offset")).otherwise(F.lit(0)))
+    return m.groupBy("meta_offset", "source", "seq", "record_type", "data_json").agg(
+        F.min("timestamp").alias("timestamp_ms"),
+        F.sort_array(F.collect_set("broker")).alias("nodes"),
+        F.min("path").alias("path"),
+        F.min_by("batch_position", "path").alias("batch_position"),
+        F.first("topic_id", ignorenulls=True).alias("topic_id"),
+    )
+
+
+def _ints(v) -> list[int] | None:
+    if v is None:
+        return None
+    return [int(x) for x in v]
+
+
+def _replay(pdf: pd.DataFrame) -> pd.DataFrame:
+    """One topic id's records in metadata order → its partitions' events (see module doc)."""
+    pdf = pdf.sort_values(["meta_offset", "source", "seq"], kind="stable")
+    name = None
+    state: dict[int, dict] = {}
+    rows = []
+    for r in pdf.itertuples(index=False):
+        data = json.loads(r.data_json) if r.data_json else {}
+        base = {"topic_id": r.topic_id, "meta_offset": int(r.meta_offset),
+                "time": pd.Timestamp(int(r.timestamp_ms), unit="ms") if r.timestamp_ms is not None and r.timestamp_ms >= 0 else None,
+                "source": r.source, "nodes": _ints(r.nodes), "path": r.path,
+                "batch_position": None if pd.isna(r.batch_position) else int(r.batch_position)}
+        if r.record_type == "TOPIC_RECORD":
+            name = data.get("name", name)
+            continue
+        if r.record_type == "REMOVE_TOPIC_RECORD":
+            for p, s in sorted(state.items()):
+                rows.append({**base, **_state_cols(s), "partition": p, "event": "topic_removed",
+                             "detail": f"topic {name} removed"})
+            state.clear()
+            continue
+        p = data.get("partitionId")
+        if p is None:
+            continue
+        prev = state.get(p)
+        if r.record_type == "PARTITION_RECORD":
+            new = {"leader": data.get("leader"), "leader_epoch": data.get("leaderEpoch"), "partition_epoch": data.get("partitionEpoch"),
+                   "isr": data.get("isr"), "replicas": data.get("replicas"), "elr": data.get("eligibleLeaderReplicas"),
+                   "leader_recovery_state": data.get("leaderRecoveryState", 0)}
+            state[p] = new
+            if prev is None:
+                event = "partition_created" if r.source == "log" else "snapshot_state"
+                detail = (f"{'created' if r.source == 'log' else 'state from snapshot'}: leader {new['leader']}, "
+                          f"epoch {new['leader_epoch']}, ISR {new['isr']}, replicas {new['replicas']}")
+            elif _same(prev, new):
+                continue
+            else:
+                event, detail = "snapshot_state", f"state from snapshot: leader {new['leader']}, epoch {new['leader_epoch']}, ISR {new['isr']}"
+            rows.append({**base, **_state_cols(new), "partition": p, "event": event, "detail": detail,
+                         **_prev_cols(prev)})
+            continue
+        # PARTITION_CHANGE_RECORD: merge (PartitionRegistration.merge)
+        if prev is None:
+            prev = {"leader": None, "leader_epoch": None, "partition_epoch": None, "isr": None, "replicas": None, "elr": None,
+                    "leader_recovery_state": None}
+        new = dict(prev)
+        leader = data.get("leader", NO_LEADER_CHANGE)
+        for key, field in (("isr", "isr"), ("replicas", "replicas"), ("elr", "eligibleLeaderReplicas")):
+            if data.get(field) is not None:
+                new[key] = data[field]
+        lrs = data.get("leaderRecoveryState", -1)
+        if lrs is not None and lrs != -1:
+            new["leader_recovery_state"] = lrs
+        if new["partition_epoch"] is not None:
+            new["partition_epoch"] += 1
+        election = clean = None
+        if leader != NO_LEADER_CHANGE:
+            new["leader"] = leader
+            if new["leader_epoch"] is not None:
+                new["leader_epoch"] += 1
+            if leader == -1:
+                election = "offline"
+            else:
+                outside = leader not in (prev["isr"] or []) and leader not in (prev["elr"] or [])
+                known = prev["isr"] is not None
+                clean = not (lrs == RECOVERING or (known and outside))
+                election = "clean" if clean else "unclean"
+        state[p] = new
+        if election is not None:
+            event = "leader_change"
+            detail = (f"leader {prev['leader']} → {new['leader']} (epoch {new['leader_epoch']})"
+                      + (", no leader: partition offline" if election == "offline" else "")
+                      + (f", UNCLEAN election: {leader} was not in ISR {prev['isr']}" + (" (leaderRecoveryState RECOVERING)" if lrs == RECOVERING else "")
+                         if election == "unclean" else "")
+                      + (f", ISR {prev['isr']} → {new['isr']}" if new["isr"] != prev["isr"] else ""))
+        elif new["isr"] != prev["isr"]:
+            event = "isr_change"
+            detail = f"ISR {prev['isr']} → {new['isr']}"
+        elif prev["leader_recovery_state"] == RECOVERING and new["leader_recovery_state"] == 0:
+            event, detail = "leader_recovered", "leader recovered after an unclean election (RECOVERING → RECOVERED)"
+        elif new["replicas"] != prev["replicas"]:
+            event, detail = "replicas_change", f"replicas {prev['replicas']} → {new['replicas']}"
+        else:
+            event, detail = "partition_change", "partition epoch bumped"
+        rows.append({**base, **_state_cols(new), "partition": p, "event": event, "detail": detail,
+                     "election": election, "clean": clean, **_prev_cols(prev)})
+    out = pd.DataFrame(rows, columns=[f.name for f in METADATA_EVENTS.fields])
+    out["topic"] = name
+    return out
+
+
+def _same(a: dict, b: dict) -> bool:
+    return all(a.get(k) == b.get(k) for k in ("leader", "leader_epoch", "isr", "replicas", "elr"))
+
+
+def _state_cols(s: dict) -> dict:
+    return {k: s.get(k) for k in ("leader", "leader_epoch", "partition_epoch", "isr", "elr", "replicas", "leader_recovery_state")}
+
+
+def _prev_cols(prev: dict | None) -> dict:
+    if prev is None:
+        return {"prev_leader": None, "prev_leader_epoch": None, "prev_isr": None}
+    return {"prev_leader": prev.get("leader"), "prev_leader_epoch": prev.get("leader_epoch"), "prev_isr": prev.get("isr")}
+
+
+def metadata_events(meta: DataFrame) -> DataFrame:
+    """Per-partition events of the metadata log (``METADATA_EVENTS``), in metadata order."""
+    recs = _records(meta, PARTITION_TYPES).where(F.col("topic_id").isNotNull())
+    return recs.groupBy("topic_id").applyInPandas(_replay, METADATA_EVENTS)
+
+
+BROKER_EVENTS = T.StructType([
+    T.StructField("node", T.IntegerType()),
+    T.StructField("meta_offset", T.LongType()),
+    T.StructField("time", T.TimestampType()),
+    T.StructField("event", T.StringType()),  # registered | unregistered | fenced | unfenced | controlled_shutdown | controller_registered
+    T.StructField("detail", T.StringType()),
+    T.StructField("source", T.StringType()),
+    T.StructField("nodes", _INTS),
+    T.StructField("path", T.StringType()),
+    T.StructField("batch_position", T.LongType()),
+])
+
+
+def broker_events(meta: DataFrame) -> DataFrame:
+    """Registrations, fencing and controlled shutdowns, one row per metadata record."""
+    recs = _records(meta, BROKER_TYPES).where(F.col("source") == "log")
+    j = F.col("data_json")
+    node = F.coalesce(F.get_json_object(j, "$.brokerId"), F.get_json_object(j, "$.id"), F.get_json_object(j, "$.controllerId")).cast("int")
+    fenced = F.get_json_object(j, "$.fenced").cast("int")
+    ics = F.get_json_object(j, "$.inControlledShutdown").cast("int")
+    rt = F.col("record_type")
+    event = (F.when(rt == "REGISTER_BROKER_RECORD", "registered")
+             .when(rt == "UNREGISTER_BROKER_RECORD", "unregistered")
+             .when(rt == "FENCE_BROKER_RECORD", "fenced")
+             .when(rt == "UNFENCE_BROKER_RECORD", "unfenced")
+             .when(rt == "REGISTER_CONTROLLER_RECORD", "controller_registered")
+             .when(ics == 1, "controlled_shutdown")
+             .when(fenced == 1, "fenced")
+             .when(fenced == -1, "unfenced")
+             .otherwise("registration_change"))
+    detail = F.concat(F.lit("node "), node.cast("string"), F.lit(" "), event,
+                      F.when((rt == "REGISTER_BROKER_RECORD") & (F.get_json_object(j, "$.fenced") == "true"), F.lit(" (fenced until it catches up)")).otherwise(F.lit("")))
+    return recs.select(
+        node.alias("node"), "meta_offset",
+        F.when(F.col("timestamp_ms") >= 0, F.timestamp_millis("timestamp_ms")).alias("time"),
+        event.alias("event"), detail.alias("detail"), "source", "nodes", "path", "batch_position",
+    )

@@ -1,0 +1,125 @@
+"""One incident timeline per partition: who led when, what each broker logged, what was read.
+
+Four sources, each already a table, joined by topic and partition and ordered by time:
+``metadata_events`` (elections, ISR changes, from the KRaft metadata log), ``epoch_lineage``
+(where each leader epoch starts, timed by its first batch), ``log_events`` (truncations, log
+loads and leadership lines of server/state-change/controller logs) and ``consumer_offsets`` (the
+last commit of each group). Broker-level facts (registration, fencing, start-ups and shutdowns)
+are copied into the timeline of every partition the broker holds a replica of, because "broker 1
+was down" is what explains the partition's story.
+
+KRaft log lines name a partition by topic id (``topicId …, partition 0``); the metadata log's
+TopicRecords give the name. Times are UTC (log4j times are taken as UTC: the broker's zone is
+not in the line).
+"""
+
+from __future__ import annotations
+
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
+
+TIMELINE = T.StructType([
+    T.StructField("topic", T.StringType()),
+    T.StructField("partition", T.IntegerType()),
+    T.StructField("time", T.TimestampType()),
+    T.StructField("source", T.StringType()),  # metadata | broker_log | leader_epoch | consumer_offsets
+    T.StructField("node", T.IntegerType()),
+    T.StructField("event", T.StringType()),
+    T.StructField("leader", T.IntegerType()),
+    T.StructField("leader_epoch", T.IntegerType()),
+    T.StructField("offset", T.LongType()),
+    T.StructField("isr", T.ArrayType(T.IntegerType())),
+    T.StructField("election", T.StringType()),
+    T.StructField("severity", T.StringType()),  # null | info | warning | error
+    T.StructField("detail", T.StringType()),
+    T.StructField("path", T.StringType()),
+    T.StructField("position", T.LongType()),
+    T.StructField("seq", T.LongType()),
+])
+COLUMNS = [f.name for f in TIMELINE.fields]
+
+# log lines worth a place in a partition's story
+PARTITION_LOG_EVENTS = ("truncation", "log_recovery", "log_loaded", "become_leader", "become_follower", "leader_change",
+                        "isr_change", "unclean_election", "leader_recovery", "log_start_moved")
+NODE_LOG_EVENTS = ("startup", "shutdown", "controlled_shutdown")
+NODE_META_EVENTS = ("registered", "unregistered", "fenced", "unfenced", "controlled_shutdown")
+
+
+def _select(df: DataFrame, **cols) -> DataFrame:
+    return df.select(*[(cols[c] if c in cols else F.lit(None).cast(TIMELINE[c].dataType)).cast(TIMELINE[c].dataType).alias(c)
+                       for c in COLUMNS])
+
+
+def topic_names(meta_events: DataFrame) -> DataFrame:
+    return meta_events.where(F.col("topic").isNotNull()).select("topic_id", F.col("topic").alias("id_topic")).distinct()
+
+
+def named_log_events(log_events: DataFrame, names: DataFrame) -> DataFrame:
+    """Log events with a topic name even where the line only had the topic id."""
+    j = log_events.join(F.broadcast(names), "topic_id", "left")
+    return j.withColumn("topic", F.coalesce("topic", "id_topic")).drop("id_topic")
+
+
+def build(meta_events: DataFrame, broker_events: DataFrame, lineage: DataFrame, log_events: DataFrame,
+          consumer: DataFrame, replicas: DataFrame) -> DataFrame:
+    """``replicas``: (topic, partition, broker) of every replica collected."""
+    parts = []
+    parts.append(_select(
+        meta_events, topic=F.col("topic"), partition=F.col("partition"), time=F.col("time"), source=F.lit("metadata"),
+        event=F.col("event"), leader=F.col("leader"), leader_epoch=F.col("leader_epoch"), isr=F.col("isr"),
+        election=F.col("election"),
+        severity=F.when(F.col("election") == "unclean", "error").when(F.col("election") == "offline", "warning"),
+        detail=F.col("detail"), path=F.col("path"), position=F.col("batch_position"), seq=F.col("meta_offset"),
+    ))
+    ep = lineage.groupBy("topic", "partition", "leader_epoch").agg(
+        F.min(F.coalesce("batch_start_offset", "checkpoint_start_offset")).alias("start"),
+        F.min("first_timestamp").alias("ts"),
+        F.first("likely_leader", ignorenulls=True).alias("leader"),
+        F.sort_array(F.collect_set("broker")).alias("on"),
+    )
+    parts.append(_select(
+        ep, topic=F.col("topic"), partition=F.col("partition"),
+        time=F.when(F.col("ts") >= 0, F.timestamp_millis("ts")), source=F.lit("leader_epoch"), event=F.lit("epoch_start"),
+        leader=F.col("leader"), leader_epoch=F.col("leader_epoch"), offset=F.col("start"),
+        detail=F.concat(F.lit("leader epoch "), F.col("leader_epoch").cast("string"), F.lit(" starts at offset "),
+                        F.coalesce(F.col("start").cast("string"), F.lit("?")), F.lit(" (leader-epoch-checkpoint / batches of brokers "),
+                        F.array_join(F.col("on").cast("array<string>"), ", "), F.lit(")")),
+        seq=F.col("start"),
+    ))
+    le = log_events.where(F.col("event").isin(*PARTITION_LOG_EVENTS) & F.col("topic").isNotNull() & F.col("partition").isNotNull())
+    parts.append(_log_rows(le))
+    # node-level facts, copied to each partition the node holds a replica of
+    reps = replicas.select("topic", "partition", F.col("broker").alias("node")).distinct()
+    nle = log_events.where(F.col("event").isin(*NODE_LOG_EVENTS)).withColumn("node", F.coalesce("node", "broker"))
+    parts.append(_log_rows(nle.drop("topic", "partition").join(reps, "node")))
+    nme = broker_events.where(F.col("event").isin(*NODE_META_EVENTS)).join(reps, "node")
+    parts.append(_select(
+        nme, topic=F.col("topic"), partition=F.col("partition"), time=F.col("time"), source=F.lit("metadata"), node=F.col("node"),
+        event=F.col("event"), detail=F.col("detail"), path=F.col("path"), position=F.col("batch_position"), seq=F.col("meta_offset"),
+    ))
+    last = consumer.where(~F.col("tombstone") & (F.col("record_type") == "offset_commit") & F.col("committed_offset").isNotNull())
+    last = last.groupBy("group", "topic", "partition").agg(F.max_by(F.struct("committed_offset", "commit_timestamp", "path", "offset", "broker"), "offset").alias("c"))
+    parts.append(_select(
+        last, topic=F.col("topic"), partition=F.col("partition"),
+        time=F.when(F.col("c.commit_timestamp") >= 0, F.timestamp_millis("c.commit_timestamp")), source=F.lit("consumer_offsets"),
+        node=F.col("c.broker"), event=F.lit("consumer_commit"), offset=F.col("c.committed_offset"),
+        detail=F.concat(F.lit("consumer group "), F.col("group"), F.lit(" last committed offset "), F.col("c.committed_offset").cast("string")),
+        path=F.col("c.path"), seq=F.col("c.offset"),
+    ))
+    out = parts[0]
+    for p in parts[1:]:
+        out = out.unionByName(p)
+    return out
+
+
+def _log_rows(df: DataFrame) -> DataFrame:
+    below = (F.col("event") == "truncation") & F.col("hw").isNotNull() & (F.col("offset") < F.col("hw"))
+    return _select(
+        df, topic=F.col("topic"), partition=F.col("partition"), time=F.col("time"), source=F.lit("broker_log"),
+        node=F.coalesce("node", "broker"), event=F.col("event"), leader=F.col("leader"), leader_epoch=F.col("leader_epoch"),
+        offset=F.col("offset"), isr=F.col("isr"),
+        election=F.when(F.col("event") == "unclean_election", "unclean"),
+        severity=F.when(F.col("event") == "unclean_election", "error").when(below, "error"),
+        detail=F.substring("text", 1, 300), path=F.col("path"), position=F.col("line_no"), seq=F.col("line_no"),
+    )
