@@ -88,6 +88,9 @@ class Message:
     valid: str | None = None
     _plans: dict[int, _Plan] = field(default_factory=dict, repr=False)
 
+    def __post_init__(self) -> None:
+        self._valid = parse_versions(self.valid) if self.valid is not None else (0, MAX_VERSION)
+
     def plan(self, version: int) -> _Plan:
         p = self._plans.get(version)
         if p is None:
@@ -96,7 +99,7 @@ class Message:
         return p
 
     def supports(self, version: int) -> bool:
-        return self.valid is None or _in(version, parse_versions(self.valid))
+        return self._valid[0] <= version <= self._valid[1]
 
 
 def parse_versions(spec: str | None) -> tuple[int, int]:
@@ -403,9 +406,11 @@ def decode(spec: Message, buf, version: int, pos: int = 0) -> tuple[dict, int]:
     Returns the decoded dict (Kafka's JSON names and values) and the position after the message.
     Raises :class:`MessageError` on any malformed or truncated input, or a version the spec lacks.
     """
-    if not 0 <= version <= MAX_VERSION or not spec.supports(version):
-        raise MessageError(f"{spec.name} has no version {version}", pos)
-    plan = spec.plan(version)
+    plan = spec._plans.get(version)
+    if plan is None:
+        if not 0 <= version <= MAX_VERSION or not spec.supports(version):
+            raise MessageError(f"{spec.name} has no version {version}", pos)
+        plan = spec.plan(version)
     n = len(buf)
     if pos < 0 or pos > n:
         raise MessageError("start position outside the buffer", pos)

@@ -6,7 +6,7 @@ message::
     frameVersion:uvarint (must be 1)  apiKey:uvarint  version:uvarint  message bytes (nothing after)
 
 The message specs below are written from Kafka's ``metadata/src/main/resources/common/metadata``
-definitions (3.6 to 3.9); ``kafka_messages`` reads them. Control batches of the same log carry
+definitions (3.6 to 3.9, plus 4.0's ClearElrRecord); ``kafka_messages`` reads them. Control batches of the same log carry
 KRaft control records, keyed by ControlRecordType and read by ControlRecordUtils at version 0
 (whatever their own ``version`` field says): LeaderChangeMessage, SnapshotHeaderRecord,
 SnapshotFooterRecord, KRaftVersionRecord, VotersRecord.
@@ -140,6 +140,7 @@ RECORDS: dict[int, Message] = {
         F("EndPoints", "[]", fields=_ENDPOINT),
         F("Features", "[]", fields=_FEATURE),
     ]),
+    28: _m("ClearElrRecord", "0", [F("TopicName", "string")]),  # Kafka 4.0 (KIP-966): "" clears every topic's ELR
 }  # fmt: skip
 TYPE_NAMES: dict[int, str] = {k: _type_name(m.name) for k, m in RECORDS.items()}
 MAX_VERSIONS: dict[int, int] = {k: int(m.valid.split("-")[-1]) for k, m in RECORDS.items()}
@@ -314,39 +315,46 @@ def decode_records(records: pa.Table) -> tuple[pa.Table, list[Problem]]:
     (kind ``metadata_record_undecodable``, at the batch position) only for damaged values; records
     of a newer Kafka (unknown api key or version) are rows with ``known`` false and their hex.
     """
-    cols = {name: [] for name in METADATA_RECORDS_SCHEMA.names}
-    problems: list[Problem] = []
+    n = records.num_rows
     bpos = records.column("batch_position").to_pylist()
     offs = records.column("offset").to_pylist()
-    tss = records.column("timestamp").to_pylist()
     ctl = records.column("control_type").to_pylist()
     vals = records.column("value").to_pylist()
-    for bp, off, ts, ctype, value in zip(bpos, offs, tss, ctl, vals):
-        is_control = ctype is not None
-        if is_control:
+    names, keys, versions, jsons, knowns, errors, raws = [], [], [], [], [], [], []
+    promoted = {c: [None] * n for c in _PROMOTED}
+    problems: list[Problem] = []
+    for i, (ctype, value) in enumerate(zip(ctl, vals)):
+        if ctype is not None:
             name, key, version, data, err = decode_control(ctype, value)
         else:
             name, key, version, data, err = decode_value(value)
-        known = data is not None
-        promoted = _promote(key, data) if known and not is_control else {}
-        if err is not None and _damaged(is_control, name, key, version):
-            problems.append(Problem(-1 if bp is None else int(bp), PROBLEM_KIND, f"offset {off}: {name}: {err}"))
-        row = {
-            "batch_position": bp,
-            "offset": off,
-            "timestamp": ts,
-            "is_control": is_control,
-            "record_type": name,
-            "api_key": _short(key),
-            "version": _short(version),
-            "data_json": to_json(data) if known else None,
-            "known": known,
-            "error": err,
-            "raw_hex": None if known or value is None else bytes(value[: RAW_HEX_CAP // 2]).hex(),
-        }
-        for c in _PROMOTED:
-            row[c] = promoted.get(c)
-        for c, v in row.items():
-            cols[c].append(v)
-    table = pa.table({f.name: pa.array(cols[f.name], f.type) for f in METADATA_RECORDS_SCHEMA}, schema=METADATA_RECORDS_SCHEMA)
+            if data is not None:
+                for c, v in _promote(key, data).items():
+                    promoted[c][i] = v
+        if err is not None and _damaged(ctype is not None, name, key, version):
+            bp = bpos[i]
+            problems.append(Problem(-1 if bp is None else int(bp), PROBLEM_KIND, f"offset {offs[i]}: {name}: {err}"))
+        names.append(name)
+        keys.append(_short(key))
+        versions.append(_short(version))
+        knowns.append(data is not None)
+        jsons.append(None if data is None else to_json(data))
+        errors.append(err)
+        raws.append(None if data is not None or value is None else bytes(value[: RAW_HEX_CAP // 2]).hex())
+    columns = {
+        "batch_position": records.column("batch_position"),
+        "offset": records.column("offset"),
+        "timestamp": records.column("timestamp"),
+        "is_control": pa.array([c is not None for c in ctl], pa.bool_()),
+        "record_type": names,
+        "api_key": keys,
+        "version": versions,
+        "data_json": jsons,
+        "known": knowns,
+        "error": errors,
+        "raw_hex": raws,
+        **promoted,
+    }
+    arrays = [pa.array(columns[f.name], f.type) if isinstance(columns[f.name], list) else columns[f.name].cast(f.type) for f in METADATA_RECORDS_SCHEMA]
+    table = pa.Table.from_arrays(arrays, schema=METADATA_RECORDS_SCHEMA)
     return table, problems

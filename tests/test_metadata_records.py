@@ -202,6 +202,30 @@ def test_newest_snapshot_says_metadata_version_21():
     assert levels["metadata.version"] == 29 and {"share.version", "streams.version", "eligible.leader.replicas.version"} <= set(levels)
 
 
+@pytest.mark.parametrize("logdir", sorted(p.parent for p in FOUND.glob("kraft-*/*/meta.properties")), ids=lambda p: p.parent.name)
+def test_directory_ids_agree_with_meta_properties(logdir: Path):
+    """uuids (Uuid.toString) judged by Kafka's own meta.properties: the node registers its log dir
+    (RegisterBrokerRecord v3 logDirs) and partitions placed on it name it (PartitionRecord v1+)."""
+    props = dict(ln.split("=", 1) for ln in (logdir / "meta.properties").read_text(encoding="utf-8").splitlines() if "=" in ln)
+    files = sorted((logdir / "__cluster_metadata-0").glob("*.log")) + sorted((logdir / "__cluster_metadata-0").glob("*.checkpoint"))[-1:]
+    registered, placed = [], []
+    for f in files:
+        for r in decode_file(f)[1].to_pylist():
+            d = json.loads(r["data_json"]) if r["data_json"] else {}
+            if r["record_type"] == "REGISTER_BROKER_RECORD" and r["broker_id"] == int(props["node.id"]):
+                registered.append(d["logDirs"])
+            if r["record_type"] == "PARTITION_RECORD":
+                placed += d["directories"]
+    assert registered and all(dirs == [props["directory.id"]] for dirs in registered)
+    assert set(placed) <= {props["directory.id"]}
+
+
+def test_clear_elr_record_of_kafka_4():
+    """ClearElrRecord (api key 28, Kafka 4.0): TopicName as a compact string, then no tagged fields."""
+    assert decode_value(b"\x01\x1c\x00\x03ab\x00") == ("CLEAR_ELR_RECORD", 28, 0, {"topicName": "ab"}, None)
+    assert decode_value(b"\x01\x1c\x00\x01\x00")[3] == {"topicName": ""}
+
+
 def test_golden_set_has_no_kraft_metadata():
     """The golden set (Kafka 4.0 writer classes) holds no __cluster_metadata or KRaft snapshot to use."""
     assert not list(GOLDEN.rglob("*cluster_metadata*")) and not list(GOLDEN.rglob("*.checkpoint"))
