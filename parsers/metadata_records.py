@@ -169,7 +169,7 @@ CONTROL: dict[int, tuple[str, Message | None]] = {
 CONTROL_IDS: dict[str, int] = {name: i for i, (name, _) in CONTROL.items()}
 _END_TXN = Message("EndTransactionMarker", fields=[F("Version", "int16"), F("CoordinatorEpoch", "int32")])
 
-Decoded = tuple[str, int, int, "dict | None", "str | None"]
+Decoded = tuple[str, int, int, dict | None, str | None]  # (type name, api key or control id, version, data, error)
 
 
 def decode_value(value: bytes | None) -> Decoded:
