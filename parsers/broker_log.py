@@ -194,12 +194,14 @@ def _plain_chunks(data) -> Iterator[bytes]:
         yield bytes(mv[i : i + _CHUNK])
 
 
-def _gunzip_chunks(data, problems: list[Problem], max_output: int, max_ratio: int, ratio_floor: int) -> Iterator[bytes]:
-    """Decompress every gzip member, never holding more than one chunk; damage becomes a problem."""
+def _gunzip_chunks(data, problems: list[Problem], max_output: int, max_ratio: int, ratio_floor: int) -> Iterator[bytes | None]:
+    """Decompress every gzip member, never holding more than one chunk; damage becomes a problem.
+
+    Yields ``None`` once after damage (the consumer then drops the partial line it holds).
+    """
     mv = memoryview(data)
     size = len(mv)
     limit = min(max_output, max(ratio_floor, max_ratio * size))
-    pos = 0
     out_total = 0
     d = zlib.decompressobj(16 + zlib.MAX_WBITS)
     feed_size = 1 << 20
@@ -210,7 +212,7 @@ def _gunzip_chunks(data, problems: list[Problem], max_output: int, max_ratio: in
             out = d.decompress(inp, _CHUNK)
         except zlib.error as e:
             problems.append(Problem(max(0, pos - len(d.unconsumed_tail)), "corrupt_gzip", f"gzip stream damaged: {e}"))
-            yield b"\x00CUT"
+            yield None
             return
         if out:
             if out_total + len(out) > limit:
@@ -224,20 +226,21 @@ def _gunzip_chunks(data, problems: list[Problem], max_output: int, max_ratio: in
                         f"{max_ratio}x past {ratio_floor}); the rest was not read",
                     )
                 )
-                yield b"\x00CUT"
+                yield None
                 return
             out_total += len(out)
             yield out
         if d.eof:
-            rest = d.unused_data + bytes(mv[pos:])
-            member_start = size - len(rest)
-            if rest[:2] == b"\x1f\x8b":
+            member_start = pos - len(d.unused_data)
+            if bytes(mv[member_start : member_start + 2]) == b"\x1f\x8b":  # `cat a.gz b.gz`: another member
                 d = zlib.decompressobj(16 + zlib.MAX_WBITS)
-                inp = rest[:feed_size]
+                inp = bytes(mv[member_start : member_start + feed_size])
                 pos = member_start + len(inp)
                 continue
-            if rest.strip(b"\x00"):
-                problems.append(Problem(member_start, "trailing_garbage", f"{len(rest)} bytes after the last gzip member"))
+            if mv[member_start:].tobytes().strip(b"\x00"):
+                problems.append(
+                    Problem(member_start, "trailing_garbage", f"{size - member_start} bytes after the last gzip member")
+                )
             return
         inp = d.unconsumed_tail
         if not inp and not out:
@@ -251,20 +254,20 @@ def _gunzip_chunks(data, problems: list[Problem], max_output: int, max_ratio: in
                         size, "truncated_gzip", f"gzip stream ends before its end marker after {out_total} decompressed bytes"
                     )
                 )
-                yield b"\x00CUT"
+                yield None
                 return
             inp = bytes(mv[pos : pos + feed_size])
             pos += len(inp)
 
 
-def _lines(chunks: Iterator[bytes]) -> Iterator[tuple[str | None, bool]]:
+def _lines(chunks: Iterator[bytes | None]) -> Iterator[tuple[str | None, bool]]:
     """Blocks of whole lines as text, ``(block, False)``; after damage ``(None, partial_line_dropped)``.
 
     A block never ends inside a line, so UTF-8 sequences are never split (0x0A is never part of one).
     """
     carry = b""
     for chunk in chunks:
-        if chunk == b"\x00CUT":
+        if chunk is None:
             yield None, bool(carry)
             return
         nl = chunk.rfind(b"\n")
@@ -705,7 +708,7 @@ def parse(
     seen = [0]
     try:
         head = bytes(memoryview(data)[:2])
-        chunks: Iterator[bytes]
+        chunks: Iterator[bytes | None]
         if head == b"\x1f\x8b":
             chunks = _gunzip_chunks(data, problems, max_output, max_ratio, ratio_floor)
         else:

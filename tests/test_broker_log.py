@@ -405,7 +405,7 @@ WORDINGS = [
     ),
     (
         _line(
-            "[Partition ue-0 broker=1] High watermark updated from (offset=300 segment=[0:4096]) to (offset=450 segment=[275:9000])",
+            "[Partition ue-0 broker=1] High watermark updated from (offset=300, segment=[0:4096]) to (offset=450, segment=[275:9000])",
             "kafka.cluster.Partition",
             level="DEBUG",
         ),
@@ -694,3 +694,35 @@ def test_speed_on_100_mb(capsys):
     assert r.table.num_rows == one * (len(data) // len(unit))
     # a floor that holds on the shared, loaded 2-core box; the message carries the measured figure
     assert rate > 20_000, msg
+
+
+def test_trailing_garbage_after_the_last_member():
+    path = UNCLEAN / "server-logs" / "node-1-server.log.gz"
+    r = parse(path.read_bytes() + b"\x00" * 512, str(path))  # zero padding (tape / block devices) is no damage
+    assert r.problems.num_rows == 0 and r.table.to_pylist() == _rows(path)
+    r = parse(path.read_bytes() + b"not gzip at all", str(path))
+    assert [p["kind"] for p in r.problems.to_pylist()] == ["trailing_garbage"]
+    assert r.table.to_pylist() == _rows(path)
+
+
+def test_every_event_is_documented_in_the_module():
+    import parsers.broker_log as mod
+
+    for ev in EVENTS:
+        assert f"``{ev}``" in mod.__doc__, ev
+
+
+@pytest.mark.parametrize("scenario", SCENARIOS)
+def test_fenced_rows_match_the_metadata_log(scenario):
+    """Each controller 'Fencing broker N' row has the BrokerRegistrationChangeRecord fenced=1 it wrote (metadata log)."""
+    gt = json.loads((REAL / scenario / "ground_truth.json").read_text())
+    fences = [
+        (h["broker"], _ts(h["time"]))
+        for h in gt["leadership_history"]
+        if h["type"] == "BROKER_REGISTRATION_CHANGE_RECORD" and h.get("fenced") == 1
+    ]
+    rows = [r for r in _rows(REAL / scenario / "server-logs" / "node-100-controller.log.gz") if r["event"] == "fenced"]
+    for r in rows:
+        assert any(b == r["broker"] and abs(t - r["time"]) < timedelta(milliseconds=50) for b, t in fences), (r["text"], fences)
+    if scenario == "crash-only":  # broker 1 was killed and never came back: the controller fenced it once
+        assert [r["broker"] for r in rows] == [1]
