@@ -726,3 +726,22 @@ def test_fenced_rows_match_the_metadata_log(scenario):
         assert any(b == r["broker"] and abs(t - r["time"]) < timedelta(milliseconds=50) for b, t in fences), (r["text"], fences)
     if scenario == "crash-only":  # broker 1 was killed and never came back: the controller fenced it once
         assert [r["broker"] for r in rows] == [1]
+
+
+@pytest.mark.parametrize("scenario", SCENARIOS)
+def test_first_leaders_match_the_metadata_log(scenario):
+    """The KRaft controller's 'Replayed PartitionRecord for new partition' rows equal the metadata log's PartitionRecords."""
+    gt = json.loads((REAL / scenario / "ground_truth.json").read_text())
+    want = sorted(
+        (h["topic"], h["partition"], h["leader"], h["leaderEpoch"], h["isr"], _ts(h["time"]))
+        for h in gt["leadership_history"]
+        if h["type"] == "PARTITION_RECORD"
+    )
+    rows = [
+        r
+        for r in _rows(REAL / scenario / "server-logs" / "node-100-controller.log.gz")
+        if r["event"] == "leader_change" and "PartitionRecord" in r["text"]
+    ]
+    got = sorted((r["topic"], r["partition"], r["leader"], r["leader_epoch"], r["isr"], r["time"]) for r in rows)
+    assert [g[:5] for g in got] == [w[:5] for w in want]
+    assert all(abs(g[5] - w[5]) < timedelta(milliseconds=50) for g, w in zip(got, want))
