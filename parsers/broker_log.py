@@ -191,13 +191,16 @@ def node_from_name(name: str) -> int | None:
 # ------------------------------------------------------------------------------------------ reading
 
 
-def _plain_chunks(data) -> Iterator[bytes]:
+def _plain_chunks(data: bytes | memoryview) -> Iterator[bytes]:
+    """Plain text in fixed-size pieces, so a 2 GB log is never decoded into one string."""
     mv = memoryview(data)
     for i in range(0, len(mv), _CHUNK):
         yield bytes(mv[i : i + _CHUNK])
 
 
-def _gunzip_chunks(data, problems: list[Problem], max_output: int, max_ratio: int, ratio_floor: int) -> Iterator[bytes | None]:
+def _gunzip_chunks(
+    data: bytes | memoryview, problems: list[Problem], max_output: int, max_ratio: int, ratio_floor: int
+) -> Iterator[bytes | None]:
     """Decompress every gzip member, never holding more than one chunk; damage becomes a problem.
 
     Yields ``None`` once after damage (the consumer then drops the partial line it holds).
@@ -694,7 +697,8 @@ def parse(
 
     Never raises on bad bytes: damaged gzip, a decompression bomb or a file that is not a log4j
     log at all each become one problem row (``truncated_gzip``, ``corrupt_gzip``, ``gzip_bomb``,
-    ``trailing_garbage``, ``not_log4j``), with the rows read before the damage kept.
+    ``trailing_garbage``, ``not_log4j``), with the rows read before the damage kept. A gzip problem's
+    ``position`` is a byte offset in the *compressed* file (where the damage is); ``not_log4j`` is at line 1.
     """
     problems: list[Problem] = []
     cols: dict[str, list] = {f.name: [] for f in LOG_EVENTS_SCHEMA}

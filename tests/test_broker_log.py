@@ -745,3 +745,12 @@ def test_first_leaders_match_the_metadata_log(scenario):
     got = sorted((r["topic"], r["partition"], r["leader"], r["leader_epoch"], r["isr"], r["time"]) for r in rows)
     assert [g[:5] for g in got] == [w[:5] for w in want]
     assert all(abs(g[5] - w[5]) < timedelta(milliseconds=50) for g, w in zip(got, want))
+
+
+def test_parse_file_reads_a_memory_map_read_only():
+    from parsers.broker_log import parse_file
+
+    path = UNCLEAN / "server-logs" / "node-2-state-change.log.gz"
+    before = (path.stat().st_mtime_ns, path.read_bytes())
+    assert parse_file(str(path)).table.to_pylist() == _rows(path)
+    assert (path.stat().st_mtime_ns, path.read_bytes()) == before
