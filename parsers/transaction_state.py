@@ -184,21 +184,17 @@ def decode_records(records: pa.Table) -> tuple[pa.Table, list[Problem]]:
     values = records.column("value").to_pylist()
     control = records.column("control_type").to_pylist()
     offsets = records.column("offset").to_pylist()
+    batches = records.column("batch_position").to_pylist()
+    stamps = records.column("timestamp").to_pylist()
     positions = record_position(records)
-    names = [f.name for f in TRANSACTIONS_SCHEMA][3:]
-    columns: dict[str, list] = {name: [] for name in names}
-    keep: list[int] = []
+    rows: list[dict] = []
     problems: list[Problem] = []
     for i, (key, value) in enumerate(zip(keys, values, strict=True)):
         if control[i] is not None:
             continue
-        keep.append(i)
         row, damage = decode_record(key, value)
-        for name in names:
-            columns[name].append(row.get(name))
+        row["batch_position"], row["offset"], row["timestamp"] = batches[i], offsets[i], stamps[i]
+        rows.append(row)
         if damage:
             problems.append(Problem(positions[i], INVALID_RECORD, f"__transaction_state record at offset {offsets[i]}: {damage}"))
-    idx = pa.array(keep, pa.int64())
-    out = {name: records.column(name).take(idx) for name in ("batch_position", "offset", "timestamp")}
-    out.update(columns)
-    return pa.table(out, schema=TRANSACTIONS_SCHEMA), problems
+    return pa.Table.from_pylist(rows, schema=TRANSACTIONS_SCHEMA), problems
