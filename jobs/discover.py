@@ -16,6 +16,8 @@ from __future__ import annotations
 import logging
 import os
 import re
+import stat
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -23,6 +25,8 @@ from parsers.broker_log import node_from_name
 from parsers.files import KINDS, detect
 from parsers.meta_properties import parse as parse_meta
 from parsers.names import FIXED_NAMES, parse_partition_dir
+
+from .archives import text
 
 log = logging.getLogger(__name__)
 
@@ -109,11 +113,71 @@ def _is_log_dir(path: Path, names: list[str], dirs: list[str]) -> bool:
     return holds_kafka_files
 
 
-def find_log_dirs(root: Root) -> list[LogDir]:
-    """Every log dir under ``root`` (the root itself may be one)."""
+_SPECIAL = ((stat.S_ISFIFO, "a fifo (named pipe)"), (stat.S_ISSOCK, "a socket"), (stat.S_ISCHR, "a character device"),
+            (stat.S_ISBLK, "a block device"))
+
+
+def _skipped(path: str, why: str, problems: list[dict]) -> None:
+    """One warning line (``%r``: a newline or odd byte in a name cannot break it) and a problem row."""
+    log.warning("%r skipped: %s", path, why)
+    problems.append({"path": text(path), "position": 0, "kind": "unreadable_file", "detail": f"skipped: {why}"})
+
+
+def _walk(top: Path) -> Iterator[tuple[Path, list[str], list[str], list[tuple[str, str]]]]:
+    """Like ``os.walk(top)`` (top-down, sorted, prune ``dirs`` in place) but without recursion
+    (3.11's recurses: a thousand nested folders would raise RecursionError) and never following
+    or opening anything: yields (folder, sub-folders, regular files, [(name, why skipped)]) where
+    the skipped are links, fifos, sockets, devices (opening a fifo blocks), names that are not
+    UTF-8 (Arrow and Spark cannot carry them) and folders that cannot be listed."""
+    stack = [top]
+    while stack:
+        here = stack.pop()
+        dirs: list[str] = []
+        files: list[str] = []
+        odd: list[tuple[str, str]] = []
+        try:
+            with os.scandir(here) as it:
+                entries = sorted(it, key=lambda e: e.name)
+        except OSError as exc:
+            odd.append((".", f"folder cannot be listed: {exc.strerror or exc}"))
+            entries = []
+        for e in entries:
+            try:
+                e.name.encode("utf-8")
+                st = e.stat(follow_symlinks=False)
+            except UnicodeEncodeError:
+                odd.append((e.name, "name is not valid UTF-8"))
+                continue
+            except OSError as exc:
+                odd.append((e.name, f"cannot be examined: {exc.strerror or exc}"))
+                continue
+            if stat.S_ISDIR(st.st_mode):
+                dirs.append(e.name)
+            elif stat.S_ISREG(st.st_mode):
+                files.append(e.name)
+            elif stat.S_ISLNK(st.st_mode):
+                try:
+                    target = os.readlink(e.path)
+                except OSError:
+                    target = "?"
+                odd.append((e.name, f"a symbolic link (to {text(target)!r}); links are never followed"))
+            else:
+                odd.append((e.name, next((why for test, why in _SPECIAL if test(st.st_mode)), "not a regular file")))
+        yield here, dirs, files, odd
+        stack.extend(here / d for d in reversed(dirs))
+
+
+def _rel(prefix: str, sub: str, name: str) -> str:
+    parts = [p for p in (prefix, "" if sub == "." else sub, "" if name == "." else name) if p]
+    return "/".join(parts) or "."
+
+
+def find_log_dirs(root: Root, problems: list[dict] | None = None) -> list[LogDir]:
+    """Every log dir under ``root`` (the root itself may be one). Entries skipped outside log dirs
+    (links, fifos...) go to ``problems``; those inside a log dir are reported by ``_walk_files``."""
     found: list[LogDir] = []
-    for dirpath, dirnames, filenames in os.walk(root.path, followlinks=False):
-        here = Path(dirpath)
+    problems = [] if problems is None else problems
+    for here, dirnames, filenames, odd in _walk(root.path):
         if _is_log_dir(here, filenames, dirnames):
             rel = here.relative_to(root.path).as_posix()
             if rel == ".":
@@ -123,13 +187,18 @@ def find_log_dirs(root: Root) -> list[LogDir]:
             found.append(LogDir(here, rel, str(root.path), root.archive))
             dirnames[:] = []  # partition dirs belong to this log dir
         else:
-            dirnames.sort()
+            sub = here.relative_to(root.path).as_posix()
+            for name, why in odd:
+                _skipped(_rel(root.prefix or root.path.name, sub, name), why, problems)
     return found
 
 
 def _read_meta(ld: LogDir, problems: list[dict]) -> None:
     meta = ld.abs_path / "meta.properties"
-    if not meta.is_file():
+    try:
+        if not stat.S_ISREG(os.lstat(meta).st_mode):
+            return  # a link or fifo is never read (it is reported with the log dir's files)
+    except OSError:
         return
     rel = f"{ld.rel}/meta.properties"
     try:
@@ -150,12 +219,17 @@ def _folder_id(ld: LogDir) -> int | None:
     return None
 
 
-def _walk_files(ld: LogDir, broker: int) -> list[FileEntry]:
+def _walk_files(ld: LogDir, broker: int, problems: list[dict]) -> list[FileEntry]:
+    """The regular files of a log dir; what is skipped (see ``_walk``, plus files we may not read
+    and folders named like a Kafka file) is one warning line and one problem row each."""
     out: list[FileEntry] = []
-    for dirpath, dirnames, filenames in os.walk(ld.abs_path, followlinks=False):
-        dirnames.sort()
-        here = Path(dirpath)
+    for here, dirnames, filenames, odd in _walk(ld.abs_path):
         sub = here.relative_to(ld.abs_path).as_posix()
+        for name, why in odd:
+            _skipped(_rel(ld.rel, sub, name), why, problems)
+        for name in [d for d in dirnames if detect(d)]:
+            dirnames.remove(name)  # e.g. a folder named 00000000000000000000.log: not a segment
+            _skipped(_rel(ld.rel, sub, name), "a folder named like a Kafka file", problems)
         topic = partition = state = None
         if sub != ".":
             parsed = parse_partition_dir(sub.split("/", 1)[0])
@@ -163,13 +237,15 @@ def _walk_files(ld: LogDir, broker: int) -> list[FileEntry]:
                 topic, partition, state = parsed
         for name in sorted(filenames):
             full = here / name
+            rel = f"{ld.rel}/{name}" if sub == "." else f"{ld.rel}/{sub}/{name}"
             try:
                 st = full.lstat()
-            except OSError:
+            except OSError as exc:
+                _skipped(rel, f"cannot be examined: {exc.strerror or exc}", problems)
                 continue
-            if not os.path.isfile(full) or os.path.islink(full):
-                continue  # sockets, fifos, links: not evidence we read
-            rel = f"{ld.rel}/{name}" if sub == "." else f"{ld.rel}/{sub}/{name}"
+            if not os.access(full, os.R_OK):
+                _skipped(rel, "permission denied", problems)
+                continue
             out.append(FileEntry(str(full), rel, broker, ld.rel, topic, partition, state, detect(name),
                                  st.st_size, int(st.st_mtime * 1000), ld.archive))
     return out
@@ -220,10 +296,14 @@ def _nearest_broker(here: Path, log_dirs: list[LogDir], broker_of: dict[str, int
 def discover(roots: list[Root]) -> Discovery:
     """Log dirs under every root, grouped into brokers, with every file they hold."""
     problems: list[dict] = []
-    log_dirs = [ld for root in roots for ld in find_log_dirs(root)]
+    log_dirs = [ld for root in roots for ld in find_log_dirs(root, problems)]
     for ld in log_dirs:
         _read_meta(ld, problems)
-        for entry in os.scandir(ld.abs_path):
+        try:
+            entries = list(os.scandir(ld.abs_path))
+        except OSError:
+            entries = []  # reported when its files are walked
+        for entry in entries:
             if entry.is_dir(follow_symlinks=False) and parse_partition_dir(entry.name):
                 if entry.name != "__cluster_metadata-0":
                     ld.partitions += 1
@@ -248,7 +328,7 @@ def discover(roots: list[Root]) -> Discovery:
         b.log_dirs.append(ld.rel)
         if ld.directory_id:
             b.directory_ids.append(ld.directory_id)
-        ld_files = _walk_files(ld, b.broker)
+        ld_files = _walk_files(ld, b.broker, problems)
         b.files += len(ld_files)
         b.bytes += sum(f.size for f in ld_files)
         files.extend(ld_files)

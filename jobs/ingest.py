@@ -205,7 +205,15 @@ def resolve_roots(inputs: list[Path], work_dir: Path) -> tuple[list[disc.Root], 
             roots.append(disc.Root(path.resolve(), name_for(path.resolve()) if len(inputs) > 1 else ""))
         elif archives.is_archive(path):
             dest = Path(work_dir) / WORK / "inputs" / f"{i}"
-            problems += archives.extract(path, dest)
+            try:
+                problems += archives.extract(path, dest)
+            except archives.ArchiveError as exc:
+                if len(inputs) == 1:
+                    raise  # the only input is unusable: one line, exit 2
+                # one refused archive among several: say so, keep a problem row, analyze the rest
+                log.warning("%s", exc)
+                problems.append({"path": archives.text(path.name), "position": 0, "kind": exc.kind, "detail": str(exc)})
+                continue
             roots.append(disc.Root(dest, name_for(path), path.name))
         else:
             raise ValueError(f"{path}: not a directory or a supported archive (.tar, .tar.gz, .tgz, .tar.xz, .zip)")

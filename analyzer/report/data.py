@@ -18,6 +18,7 @@ import pyarrow as pa
 import pyarrow.dataset as ds
 
 from .era import Era, guess_era
+from .timeline import Event, load_timeline
 
 # Tables the report reads, in the order the "missing tables" sentence lists them.
 TABLES = ("brokers", "files", "replica_logs", "offset_ranges", "epoch_lineage", "problems", "meta_properties")
@@ -46,6 +47,8 @@ class ReportData:
     era: Era | None = None
     # Where the report says it lives: analyze renders in a staging sibling that becomes out_dir.
     shown_dir: Path | None = None
+    # The incident timeline (tables/timeline), per partition in time order; {} for older DIRs.
+    timeline: dict[PartitionKey, list[Event]] = field(default_factory=dict)
 
     def table(self, name: str) -> pd.DataFrame | None:
         """The table, or None when it is missing or empty (callers then say so)."""
@@ -133,13 +136,14 @@ def load(out_dir: Path | str) -> ReportData:
         except (OSError, pa.ArrowException, ValueError) as exc:
             notes.append(f"Table {name} could not be read ({exc.__class__.__name__}); not rendered.")
             tables[name] = None
-    if doc is None and not any(df is not None and len(df) for df in tables.values()):
+    timeline = load_timeline(out_dir, notes)
+    if doc is None and not any(df is not None and len(df) for df in tables.values()) and not timeline:
         raise ReportError(f"{out_dir}: no findings.json and no tables/ (not an analyze output directory?)")
     if doc is None:
         notes.append("findings.json is missing: the findings list is empty; the tables below are shown as found.")
         doc = {"version": 1, "findings": [], "summary": {}}
     findings = [f for f in doc.get("findings") or [] if isinstance(f, dict)]
-    data = ReportData(out_dir=out_dir, findings_doc=doc, findings=findings, run=run, tables=tables, notes=notes)
+    data = ReportData(out_dir=out_dir, findings_doc=doc, findings=findings, run=run, tables=tables, notes=notes, timeline=timeline)
     data.era = guess_era(data.table("files"), data.table("brokers"), data.table("meta_properties"), batch_magics(out_dir))
     return data
 
@@ -194,6 +198,7 @@ def all_partitions(data: ReportData) -> list[PartitionKey]:
             pairs = df[["topic", "partition"]].dropna().drop_duplicates()
             keys.update((str(t), int(p)) for t, p in pairs.itertuples(index=False))
     keys.update(k for k in map(partition_key, data.findings) if k is not None)
+    keys.update(data.timeline)  # e.g. a deleted topic that only the metadata log still remembers
     return sorted(keys)
 
 

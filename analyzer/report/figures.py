@@ -41,6 +41,11 @@ MARKER_STYLES = {  # legend name -> every property of its trace but the points (
 }
 MAX_RANGES_PER_LANE = 400
 MAX_HOVER_EVIDENCE = 3
+TRUNCATION_EVENTS = frozenset({"truncation"})  # timeline events drawn on the replica's lane
+TRUNCATION_STYLES = {  # legend name -> (alarming?, marker): routine truncations (a follower catching up) stay quiet
+    "truncation": (False, {"symbol": "line-ns", "size": 18, "color": "#555555", "line": {"width": 2, "color": "#555555"}}),
+    "alarming truncation": (True, {"symbol": "line-ns", "size": 28, "color": "#d62728", "line": {"width": 4, "color": "#d62728"}}),
+}
 
 
 def missing(value: Any) -> bool:
@@ -157,9 +162,10 @@ def _bar(name: str, lanes: list[str], starts: list[int], ends: list[int], hover:
     }
 
 
-def timeline(replicas: Rows, ranges: Rows, findings: list[dict[str, Any]]) -> dict[str, Any] | None:
+def timeline(replicas: Rows, ranges: Rows, findings: list[dict[str, Any]], events: list[dict[str, Any]] | None = None) -> dict[str, Any] | None:
     """One lane per replica: ranges coloured by leader epoch, holes greyed, lost/divergent ranges
-    outlined, and markers for log start, HW checkpoint, recovery point and LEO."""
+    outlined, markers for log start, HW checkpoint, recovery point and LEO, and a red tick where
+    the incident timeline (``events``, from report.timeline) says the replica truncated to."""
     replica_rows = [r for r in _rows(replicas) if num(r.get("broker")) is not None]
     by_lane = _range_rows(ranges)
     brokers = sorted({num(r["broker"]) for r in replica_rows} | set(by_lane))
@@ -190,6 +196,7 @@ def timeline(replicas: Rows, ranges: Rows, findings: list[dict[str, Any]]) -> di
         pts = [(num(r["broker"]), num(r.get(column))) for r in replica_rows if num(r.get(column)) is not None]
         if pts:
             traces.append({**MARKER_STYLES[name], "name": name, "y": [lane_name(b) for b, _ in pts], "x": [v for _, v in pts]})
+    traces.extend(_truncations(events, brokers))
     if not traces:
         return None
     layout = {
@@ -204,6 +211,26 @@ def timeline(replicas: Rows, ranges: Rows, findings: list[dict[str, Any]]) -> di
     }
     return {"data": traces, "layout": layout}
 
+
+
+def _truncations(events: list[dict[str, Any]] | None, brokers: list[int]) -> list[dict[str, Any]]:
+    """Truncation points (offset truncated to) on the lane of the broker that logged them: after a
+    rejoin the replicas look alike again, and this tick is what still shows where data went.
+    Alarming ones (e.g. below the HW, per the timeline's severity) are drawn large and red."""
+    pts = [e for e in events or () if e.get("event") in TRUNCATION_EVENTS and e.get("offset") is not None and e.get("node") in brokers]
+    traces = []
+    for name, (alarming, marker) in TRUNCATION_STYLES.items():
+        picked = [e for e in pts if (e.get("highlight") is not None) == alarming]
+        if not picked:
+            continue
+        hover = []
+        for e in picked:
+            when = e["time"].strftime("%Y-%m-%d %H:%M:%S.%f")[:-3] + " UTC" if e.get("time") is not None else "time unknown"
+            where = [esc(e["path"]) + (f" @{e['position']}" if e.get("position") is not None else "")] if e.get("path") else []
+            hover.append("<br>".join([f"<b>broker {e['node']} truncated to {e['offset']}</b>", when, esc(e.get("detail") or ""), *where]))
+        traces.append({"type": "scatter", "mode": "markers", "hoverinfo": "text", "marker": marker, "name": name,
+                       "y": [lane_name(e["node"]) for e in picked], "x": [e["offset"] for e in picked], "hovertext": hover})
+    return traces
 
 
 def _highlights(findings: list[dict[str, Any]], brokers: list[int]) -> list[dict[str, Any]]:

@@ -32,9 +32,13 @@ from .data import (
 )
 from .figures import num, text
 from .summary import evidence_line, finding_headline, problems_text, verdict
+from .timeline import Event, event_text, leader_epoch_text, time_text
 
 MAX_MANIFEST_ROWS = 20_000
 MAX_EVIDENCE_SHOWN = 20
+MAX_EVENTS_EMBEDDED = 2_000  # per partition; alarming rows beyond it are always kept
+# Column order of one timeline row in the payload (arrays, not dicts: thousands of partitions).
+EVENT_FIELDS = ("time", "source", "node", "event", "leader_epoch", "isr", "offset", "detail", "path", "position", "highlight")
 
 
 @cache
@@ -99,6 +103,25 @@ def _finding_view(f: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def events_view(events: list[Event] | None, paths: dict[str, int]) -> dict[str, Any] | None:
+    """One partition's timeline rows for the page, in order, as arrays of EVENT_FIELDS; evidence
+    paths are interned in ``paths`` (shared by the whole report, since the same metadata log or
+    server log is cited by every partition). None when the partition has no timeline rows."""
+    if not events:
+        return None
+    rows = []
+    omitted = 0
+    for i, e in enumerate(events):
+        if i >= MAX_EVENTS_EMBEDDED and e["highlight"] is None:
+            omitted += 1
+            continue
+        path = None if e["path"] is None else paths.setdefault(e["path"], len(paths))
+        rows.append([time_text(e["time"]), e["source"] or "", e["node"], event_text(e), leader_epoch_text(e),
+                     "" if e["isr"] is None else "[" + ", ".join(map(str, e["isr"])) + "]", e["offset"], e["detail"],
+                     path, e["position"], e["highlight"]])
+    return {"rows": rows, "total": len(events), "omitted": omitted, "alarming": sum(e["highlight"] is not None for e in events)}
+
+
 def _manifest(data: ReportData) -> dict[str, Any]:
     files = data.table("files")
     if files is None:
@@ -145,9 +168,10 @@ def build_context(data: ReportData) -> dict[str, Any]:
     with_findings = [k for k in groups if k is not None]
     clean = [k for k in all_partitions(data) if k not in groups]
     payload: dict[str, Any] = {}
+    paths: dict[str, int] = {}
     for key in with_findings + clean:
         found = groups.get(key, [])
-        fig = figures.timeline(replicas.get(key), ranges.get(key), found)
+        fig = figures.timeline(replicas.get(key), ranges.get(key), found, data.timeline.get(key))
         if fig is not None:
             fig = figures.compact(fig)
         payload[partition_name(key)] = {
@@ -155,6 +179,9 @@ def build_context(data: ReportData) -> dict[str, Any]:
             "lineage": figures.lineage(lineages.get(key), replicas.get(key)),
             "replicas": figures.replica_rows(replicas.get(key)),
         }
+        events = events_view(data.timeline.get(key), paths)
+        if events is not None:  # absent, not null, for the many partitions without rows
+            payload[partition_name(key)]["events"] = events
 
     def section(key: PartitionKey) -> dict[str, Any]:
         items = groups.get(key, [])
@@ -194,7 +221,9 @@ def build_context(data: ReportData) -> dict[str, Any]:
         "notes": data.notes + [missing_sentences.get(n, f"{n} is missing.") for n in missing],
         "manifest": _manifest(data),
         "timings": _timings(data.run),
-        "payload": script_json({"base_layout": figures.BASE_LAYOUT, "trace_styles": figures.MARKER_STYLES, "partitions": payload}),
+        "payload": script_json({"base_layout": figures.BASE_LAYOUT, "trace_styles": figures.MARKER_STYLES, "partitions": payload,
+                                "event_fields": EVENT_FIELDS, "paths": list(paths)}),
+        "has_timeline": bool(data.timeline),
         "css": _static("report.css"),
         "report_js": _static("report.js"),
         "plotly_js": _plotly_js(),

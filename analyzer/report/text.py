@@ -17,11 +17,13 @@ from rich.text import Text
 
 from .data import SEVERITIES, ReportData, findings_by_partition, human_bytes, overview, partition_name, severity_of
 from .summary import evidence_line, finding_headline, problems_text, verdict
+from .timeline import Event, alarming, event_text, evidence_text, time_text, where_text
 
 STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}
 MAX_PARTITIONS = 30
 MAX_FINDINGS_PER_PARTITION = 8
 MAX_EVIDENCE = 2
+MAX_TIMELINE_LINES = 8
 DEFAULT_WIDTH = 100
 
 
@@ -74,6 +76,26 @@ def _finding_block(finding: dict[str, Any]) -> Group:
     return Group(*lines)
 
 
+def _timeline_block(events: list[Event]) -> Group | None:
+    """The partition's alarming timeline rows (unclean elections, truncations below HW …), oldest
+    first, so the terminal tells who led when next to the findings they explain."""
+    rows = alarming(events)
+    if not rows:
+        return None
+    lines: list[Any] = [Text(f"Timeline ({len(rows)} alarming of {len(events)} events):", style="bold")]
+    for e in rows[:MAX_TIMELINE_LINES]:
+        when = time_text(e["time"]) or "time unknown"
+        where = where_text(e)
+        line = Text.assemble(("⏱ ", STYLE[e["highlight"]]), f"{when}  ", (event_text(e), STYLE[e["highlight"]]),
+                             f"  {where}" if where else "", f": {e['detail']}" if e["detail"] else "")
+        if evidence_text(e):
+            line.append(f" [{evidence_text(e)}]", style="dim")
+        lines.append(Padding(line, (0, 0, 0, 8)))
+    if len(rows) > MAX_TIMELINE_LINES:
+        lines.append(Padding(Text(f"… {len(rows) - MAX_TIMELINE_LINES} more alarming events in report.html", style="dim"), (0, 0, 0, 8)))
+    return Group(*lines)
+
+
 def render_text(data: ReportData, stream: TextIO) -> None:
     """Print the terminal summary of DIR to ``stream`` (trailing padding stripped, so CI logs and
     diffs stay clean)."""
@@ -107,6 +129,9 @@ def _print_summary(console: Console, data: ReportData) -> None:
             console.print(_finding_block(finding))
         if len(items) > MAX_FINDINGS_PER_PARTITION:
             console.print(Padding(Text(f"… {len(items) - MAX_FINDINGS_PER_PARTITION} more findings on this partition in report.html"), (0, 0, 0, 8)))
+        block = _timeline_block(data.timeline.get(key, [])) if key is not None else None
+        if block is not None:
+            console.print(block)
     notes = list(data.notes)
     if data.missing_tables:
         notes.append(f"Tables missing (not shown): {', '.join(data.missing_tables)}.")

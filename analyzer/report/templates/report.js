@@ -66,6 +66,60 @@
     box.appendChild(table(REPLICA_COLS.map(function (c) { return c[1]; }), rows));
   }
 
+  /* incident timeline: first EVENTS_SHOWN rows plus every highlighted row, the rest behind a toggle */
+  var EVENTS_SHOWN = 50;
+  var EVENT_HEADERS = ["time (UTC)", "source", "node", "event", "leader / epoch", "ISR", "offset", "detail", "evidence"];
+  function eventsTable(box, ev) {
+    var F = {};
+    (payload.event_fields || []).forEach(function (name, i) { F[name] = i; });
+    var paths = payload.paths || [], rows = ev.rows;
+    box.appendChild(el("h3", "Timeline"));
+    var note = rows.length + " event" + (rows.length === 1 ? "" : "s") + " in time order (unknown times last)" +
+      (ev.alarming ? "; " + ev.alarming + " alarming, highlighted" : "") +
+      (ev.omitted ? "; " + ev.omitted + " routine events not embedded (see tables/timeline)" : "") + ".";
+    box.appendChild(el("p", note, "dim"));
+    var t = table(EVENT_HEADERS, []), tbody = t.querySelector("tbody");
+    t.classList.add("events");
+    box.appendChild(t);
+    function row(r) {
+      var hl = r[F.highlight], tr = el("tr", null, hl ? "ev sev-" + hl : "ev");
+      if (hl) tr.setAttribute("data-severity", hl);
+      [F.time, F.source, F.node, F.event, F.leader_epoch, F.isr, F.offset, F.detail].forEach(function (i) {
+        tr.appendChild(el("td", r[i], i === F.node || i === F.offset ? "num" : i === F.event ? "evname" : ""));
+      });
+      var cell = el("td", null, "evidence"), pi = r[F.path];
+      if (pi !== null && pi !== undefined) cell.appendChild(el("code", paths[pi] + (r[F.position] === null ? "" : ":" + r[F.position])));
+      tr.appendChild(cell);
+      return tr;
+    }
+    function gap(n) {
+      var tr = el("tr", null, "gap"), td = el("td", "… " + n + " event" + (n === 1 ? "" : "s") + " hidden", "dim");
+      td.colSpan = EVENT_HEADERS.length; tr.appendChild(td);
+      return tr;
+    }
+    function fill(all) {
+      tbody.textContent = "";
+      var hidden = 0;
+      rows.forEach(function (r, i) {
+        if (all || i < EVENTS_SHOWN || r[F.highlight]) {
+          if (hidden) { tbody.appendChild(gap(hidden)); hidden = 0; }
+          tbody.appendChild(row(r));
+        } else hidden++;
+      });
+      if (hidden) tbody.appendChild(gap(hidden));
+    }
+    fill(false);
+    if (rows.length > EVENTS_SHOWN) {
+      var all = false, btn = el("button", "show all " + rows.length + " events", "show-all");
+      btn.type = "button";
+      btn.addEventListener("click", function () {
+        all = !all; fill(all);
+        btn.textContent = all ? "show the first " + EVENTS_SHOWN + " and highlighted events" : "show all " + rows.length + " events";
+      });
+      box.appendChild(btn);
+    }
+  }
+
   function draw(details) {
     var key = details.getAttribute("data-key");
     if (!key || drawn[key]) return;
@@ -73,6 +127,7 @@
     var p = payload.partitions[key] || {};
     var body = details.querySelector(".partition-body");
     var tl = body.appendChild(el("div", null, "timeline"));
+    var evs = p.events ? body.appendChild(el("div", null, "events")) : null;
     var lin = body.appendChild(el("div", null, "lineage"));
     var reps = body.appendChild(el("div", null, "replicas"));
     if (p.timeline && window.Plotly) {
@@ -82,6 +137,7 @@
     } else {
       tl.appendChild(el("p", "No replica or offset-range data for this partition.", "dim"));
     }
+    if (evs) eventsTable(evs, p.events);
     lineageTable(lin, p.lineage);
     replicaTable(reps, p.replicas);
     details.setAttribute("data-drawn", "true");
