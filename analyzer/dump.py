@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+from datetime import datetime
 from pathlib import Path
 from typing import TextIO
 
@@ -62,6 +63,8 @@ def _group_records(piece) -> dict[int, list[dict]]:
 def _jsonable(v):
     if isinstance(v, bytes):
         return v.hex()
+    if isinstance(v, datetime):  # broker-log lines: ISO 8601, UTC
+        return v.isoformat(timespec="milliseconds").replace("+00:00", "Z")
     return v
 
 

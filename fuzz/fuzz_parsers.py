@@ -44,7 +44,6 @@ sys.path.insert(0, str(REPO))
 
 from parsers import files, segment  # noqa: E402
 from parsers.common import PROBLEM_SCHEMA  # noqa: E402
-from parsers.names import detect_kind  # noqa: E402
 
 SHARED = Path(os.environ.get("KF_SHARED", REPO.parent / "shared"))
 CRASHES = HERE / "crashes"
@@ -76,6 +75,7 @@ FILE_NAMES = {
     "partition_metadata": "partition.metadata",
     "meta_properties": "meta.properties",
     "clean_shutdown": ".kafka_cleanshutdown",
+    "broker_log": "server.log.gz",
 }
 TEXT_KINDS = {
     "replication_offset",
@@ -181,12 +181,14 @@ def _producer_entry(entry, i: int):
 def load_seeds() -> dict[str, list[bytes]]:
     """Seed inputs per parser kind (segment kinds share the segment seeds)."""
     fam: dict[str, list[bytes]] = {}
-    roots = [SHARED / "fixtures" / "golden", SHARED / "fixtures" / "found"]
+    roots = [SHARED / "fixtures" / "golden", SHARED / "fixtures" / "found", SHARED / "fixtures" / "real-cluster"]
     for root in roots:
         for p in sorted(root.rglob("*")):
             if not p.is_file() or p.is_symlink():
                 continue
-            f = _family(detect_kind(p.name))
+            f = _family(files.detect(p.name))
+            if f in ("segment", "offset_index", "time_index", "producer_snapshot") and root.name == "real-cluster":
+                continue  # golden and found hold plenty of these; the real cluster adds its broker logs
             if f is None:
                 continue
             data = p.read_bytes()[:MAX_SEED_BYTES]

@@ -22,6 +22,16 @@ from .replica_logs import live_segment_batches
 TXN_MAX_TIMEOUT_MS = 15 * 60 * 1000
 
 PROBLEM_EXPLANATIONS = {
+    "metadata_record_undecodable": "A __cluster_metadata record does not decode as its type and version say; Kafka would fail to "
+                                   "replay this log here. The metadata timeline skips the record.",
+    "invalid_record": "An internal-topic record (__consumer_offsets / __transaction_state) does not decode; Kafka's coordinator "
+                      "would fail to load it. It is kept raw in its table.",
+    "truncated_gzip": "This compressed broker log ends early (cut by rotation or copying): its events up to the cut are used.",
+    "corrupt_gzip": "This compressed broker log is damaged: its events up to the damage are used.",
+    "trailing_garbage": "Bytes follow the last gzip member of this broker log; they were ignored.",
+    "not_log4j": "No line of this file has Kafka's default log4j layout, so no events were read from it.",
+    "gzip_bomb": "This compressed broker log expands beyond the safety bounds; it was read only up to them.",
+    "parser_error": "A parser failed on this file; the rest of the run went on without it.",
     "crc_mismatch": "The batch's stored CRC does not match its bytes: the data was corrupted on disk or in transit to it; "
                     "Kafka's log recovery truncates the log at this batch.",
     "invalid_batch": "A batch header is impossible (size or magic), so Kafka stops reading this segment here; "

@@ -54,6 +54,16 @@ KIND_SEVERITY: dict[str, str] = {
     "topic_id_mismatch": "error",
     "cluster_id_mismatch": "error",
     "unreadable_file": "warning",
+    "parser_error": "warning",
+    # internal topics whose records do not decode (Kafka's own loader would reject them)
+    "metadata_record_undecodable": "warning",
+    "invalid_record": "warning",
+    # broker logs: context, not Kafka data (a log cut short by rotation or copying is common)
+    "truncated_gzip": "info",
+    "trailing_garbage": "info",
+    "corrupt_gzip": "info",
+    "not_log4j": "info",
+    "gzip_bomb": "warning",
     "unsafe_archive_entry": "warning",
 }
 

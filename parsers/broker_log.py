@@ -124,6 +124,7 @@ LOG_EVENTS_SCHEMA = pa.schema(
         pa.field("text", pa.string()),
     ]
 )
+SCHEMA = LOG_EVENTS_SCHEMA  # the name every parser module gives its table schema
 
 EVENTS = (
     "truncation",
@@ -724,7 +725,7 @@ def parse(
         if nonempty and not seen[0] and not problems:
             problems.append(Problem(1, "not_log4j", "no line has the log4j header [yyyy-MM-dd HH:mm:ss,SSS] LEVEL"))
     except Exception as e:  # a parser never raises: whatever slipped through is one problem row
-        problems.append(Problem(0, "parse_error", f"{type(e).__name__}: {e}"))
+        problems.append(Problem(0, "parser_error", f"{type(e).__name__}: {e}"))
         n = min(len(v) for v in cols.values())
         cols = {k: v[:n] for k, v in cols.items()}
     table = pa.table({f.name: pa.array(cols[f.name], f.type) for f in LOG_EVENTS_SCHEMA}, schema=LOG_EVENTS_SCHEMA)

@@ -11,7 +11,7 @@ from jobs.findings import KIND_SEVERITY
 
 def test_every_kind_is_documented_with_its_severity():
     text = (REPO / "docs" / "findings.md").read_text(encoding="utf-8")
-    rows = dict(re.findall(r"^\| `([a-z_]+)` \| (error|warning|info) \|", text, flags=re.M))
+    rows = dict(re.findall(r"^\| `([a-z0-9_]+)` \| (error|warning|info) \|", text, flags=re.M))
     assert rows == KIND_SEVERITY
 
 

@@ -134,7 +134,7 @@ def test_rejoined_old_leader_truncated_below_its_hw(analyzed):
     assert doc["summary"]["records_lost"] == exp["count"]
 
 
-_BROKER_EVENT = {True: "registered", 1: "fenced", -1: "unfenced"}
+_BROKER_EVENT = {1: "fenced", -1: "unfenced"}  # BrokerRegistrationChangeRecord.fenced
 
 
 @pytest.mark.parametrize("name", SCENARIOS)
@@ -156,8 +156,10 @@ def test_metadata_events_match_the_leadership_history(analyzed, name):
         else:
             b = brokers[h["meta_offset"]]
             assert b["node"] == h["broker"]
-            if h.get("inControlledShutdown") == 1:
-                assert b["event"] == "controlled_shutdown"
+            if h["type"] == "REGISTER_BROKER_RECORD":
+                assert b["event"] == "registered", (h, b)
+            elif h.get("inControlledShutdown") == 1:
+                assert b["event"] == "controlled_shutdown", (h, b)
             elif h["fenced"] in _BROKER_EVENT:
                 assert b["event"] == _BROKER_EVENT[h["fenced"]], (h, b)
         checked += 1
