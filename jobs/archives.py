@@ -86,7 +86,7 @@ def _is_root(name: str) -> bool:
 
 def _problem(archive: Path, entry: str, detail: str, kind: str = "unsafe_archive_entry") -> dict:
     # repr: a name with a newline or odd bytes still makes one line
-    log.warning("%s: entry %r refused: %s", archive.name, entry, detail)
+    log.warning("%s: entry %r refused: %s", archive.name, text(entry), detail)
     return {"path": text(f"{archive.name}/{entry}"), "position": 0, "kind": kind, "detail": detail}
 
 
@@ -270,7 +270,7 @@ def _nested_archive_note(archive: Path, name: str) -> None:
     """Archives inside archives are not opened (one level only: no recursion to bound)."""
     if name.lower().endswith(SUFFIXES):
         log.warning("%s: entry %r is an archive inside the archive; it is not unpacked (extract it by hand to analyze it)",
-                    archive.name, name)
+                    archive.name, text(name))
 
 
 def _extract_zip(archive: Path, dest: Path, budget: _Budget) -> list[dict]:
