@@ -577,3 +577,21 @@ def test_analyze_cli_over_many_hostile_inputs_at_once(tmp_path):
     for broker, prefix in ((1, "case/broker-1"), (2, "evil.tar.gz/broker-2")):
         seg = f"{prefix}/cf-0/00000000000000000000.log"
         assert by_path[seg]["sha256"] == hashlib.sha256((CF / f"broker-{broker}" / "cf-0" / "00000000000000000000.log").read_bytes()).hexdigest()
+
+
+def test_analyze_cli_single_garbage_archive_is_one_line_and_exit_2(tmp_path):
+    """Only input unusable: the contract's exit 2 with one line naming it, no DIR, no staging
+    sibling, nothing else written."""
+    signal.alarm(600)
+    arc = tmp_path / "garbage.tar.gz"
+    arc.write_bytes(b"\x1f\x8b" + os.urandom(1000))
+    cwd = tmp_path / "cwd"
+    cwd.mkdir()
+    before = _snapshot(tmp_path)
+    run = subprocess.run([*CLI, "analyze", str(arc), "--out", str(tmp_path / "out")], capture_output=True, text=True,
+                         timeout=600, cwd=cwd)
+    assert run.returncode == 2, run.stderr[-2000:]
+    assert "Traceback" not in run.stderr + run.stdout
+    named = _lines(run.stderr, "garbage.tar.gz")
+    assert len(named) == 1 and named[0].startswith("kafka-forensics: ") and "cannot open archive" in named[0]
+    assert _snapshot(tmp_path) == before, "nothing written: no DIR, no staging sibling, nothing in the working dir"
