@@ -32,6 +32,7 @@ from pathlib import Path
 import pytest
 from conftest import REAL
 
+from jobs import archives
 from jobs.archives import ArchiveError, extract
 from jobs.discover import Root, discover, find_log_dirs
 
@@ -253,9 +254,9 @@ def test_hostile_zip_entries_refused(tmp_path, caplog):
 
 
 def test_gzip_tar_bomb_refused_from_its_header(tmp_path):
-    """8 GiB of zeros in 8 MiB: refused by the ratio bound before a byte is inflated."""
-    arc = _gzip_bomb_tar(tmp_path / "bomb.tar.gz", "zeros", 8 << 30)
-    assert arc.stat().st_size < (16 << 20)
+    """16 GiB of zeros in 16 MiB: refused by the ratio bound before a byte is inflated."""
+    arc = _gzip_bomb_tar(tmp_path / "bomb.tar.gz", "zeros", 16 << 30)
+    assert arc.stat().st_size < (32 << 20) and (16 << 30) > archives.RATIO_FLOOR
     free = shutil.disk_usage(tmp_path).free
     t = time.monotonic()
     with pytest.raises(ArchiveError) as err:
@@ -270,7 +271,7 @@ def test_gzip_tar_bomb_refused_from_its_header(tmp_path):
 def test_gzip_tar_bomb_behind_a_refused_entry_is_not_inflated_to_skip_it(tmp_path):
     """A bomb named ``../x`` is refused by name, but skipping it would still inflate it: the
     bound counts it anyway."""
-    arc = _gzip_bomb_tar(tmp_path / "bomb2.tar.gz", "../zeros", 8 << 30)
+    arc = _gzip_bomb_tar(tmp_path / "bomb2.tar.gz", "../zeros", 16 << 30)
     t = time.monotonic()
     with pytest.raises(ArchiveError):
         extract(arc, tmp_path / "w")
@@ -278,8 +279,8 @@ def test_gzip_tar_bomb_behind_a_refused_entry_is_not_inflated_to_skip_it(tmp_pat
 
 
 def test_zip_bomb_refused_from_its_central_directory(tmp_path):
-    arc = _zip_bomb(tmp_path / "bomb.zip", "zeros", 1100, entries=2)  # 2.2 GiB in ~2 MiB
-    assert arc.stat().st_size < (4 << 20)
+    arc = _zip_bomb(tmp_path / "bomb.zip", "zeros", 1100, entries=8)  # 8.6 GiB in ~9 MiB
+    assert arc.stat().st_size < (12 << 20) and (8800 << 20) > archives.RATIO_FLOOR
     with zipfile.ZipFile(arc) as zf:  # a valid zip: the first MiB inflates to zeros
         with zf.open("zeros0") as f:
             assert f.read(1 << 20) == b"\0" * (1 << 20)
@@ -303,6 +304,19 @@ def test_zip_declaring_less_than_it_inflates_is_cut_at_the_declared_size(tmp_pat
     out = tmp_path / "w" / "zeros0"
     assert not out.exists() or out.stat().st_size <= 1024
     assert [p["kind"] for p in problems] == ["unreadable_file"]  # zipfile: CRC mismatch at the cut
+
+
+def test_preallocated_zero_indexes_are_extracted_as_holes(tmp_path):
+    """Not a bomb: a crashed broker's active segment keeps its 10 MiB preallocated ``.index`` and
+    ``.timeindex``, mostly zeros. They unpack byte for byte, and cost (almost) no disk."""
+    index = b"\0\0\0\1\0\0\0\2" + b"\0" * ((10 << 20) - 8)
+    arc = _tar(tmp_path / "crashed.tar.gz", [(_info("b/t-0/00000000000000000000.index"), index),
+                                             (_info("b/t-0/00000000000000000000.timeindex"), b"\0" * (10 << 20))])
+    assert extract(arc, tmp_path / "w") == []
+    for name, data in (("00000000000000000000.index", index), ("00000000000000000000.timeindex", b"\0" * (10 << 20))):
+        out = tmp_path / "w" / "b" / "t-0" / name
+        assert out.read_bytes() == data
+        assert out.stat().st_blocks * 512 <= (2 << 20), f"{name}: zeros written, not holes"
 
 
 def test_tar_header_declaring_huge_size_with_short_body(tmp_path):
@@ -517,8 +531,8 @@ def test_analyze_cli_over_many_hostile_inputs_at_once(tmp_path):
                 for p in sorted((CF / "broker-2").rglob("*")) if p.is_file()]
     arcs = [
         _tar(tmp_path / "evil.tar.gz", entries),
-        _gzip_bomb_tar(tmp_path / "bomb.tar.gz", "zeros", 4 << 30),
-        _zip_bomb(tmp_path / "bomb.zip", "zeros", 1100, entries=1),
+        _gzip_bomb_tar(tmp_path / "bomb.tar.gz", "zeros", 16 << 30),
+        _zip_bomb(tmp_path / "bomb.zip", "zeros", 1100, entries=8),
         tmp_path / "garbage.tar.gz",
         tmp_path / "empty.tgz",
     ]
