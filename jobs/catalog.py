@@ -20,6 +20,7 @@ from pathlib import Path
 
 from pyspark.sql import SparkSession
 
+from .outdir import pause_point
 from .spark import catalog_confs, get_session
 
 log = logging.getLogger(__name__)
@@ -69,6 +70,7 @@ def register_tables(spark: SparkSession, out: Path) -> list[str]:
         spark.sql(f"CREATE TABLE `{name}` USING parquet LOCATION '{_quote(location)}'")
         if _partition_columns(location):
             spark.sql(f"MSCK REPAIR TABLE `{name}`")
+        pause_point("catalog-registering")  # test-only hook: a metastore with some tables
     cdir = catalog_dir(out)
     confs = catalog_confs(cdir)
     (cdir / CONF_FILE).write_text("".join(f"{k} {v}\n" for k, v in confs.items()))

@@ -119,7 +119,7 @@ _SPECIAL = ((stat.S_ISFIFO, "a fifo (named pipe)"), (stat.S_ISSOCK, "a socket"),
 
 def _skipped(path: str, why: str, problems: list[dict]) -> None:
     """One warning line (``%r``: a newline or odd byte in a name cannot break it) and a problem row."""
-    log.warning("%r skipped: %s", path, why)
+    log.warning("%r skipped: %s", text(path), why)
     problems.append({"path": text(path), "position": 0, "kind": "unreadable_file", "detail": f"skipped: {why}"})
 
 

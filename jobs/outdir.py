@@ -8,6 +8,9 @@ The swap is one ``renameat2(RENAME_EXCHANGE)`` on Linux (atomic: DIR always name
 tree). Where that call is missing, DIR is renamed to ``DIR.old-<pid>`` and tmp to DIR; a run killed
 between those two renames leaves DIR absent and ``DIR.old-<pid>`` complete, and ``recover`` (run
 by the next ``staged_output`` and by ``sql``) renames it back. Sibling dirs of dead runs are removed.
+
+``pause_point`` is a test-only hook: ``KF_TEST_PAUSE_AT=<name>`` makes a run stop at that named
+point so tests/test_atomic_outputs.py can SIGKILL it exactly there; unset, it does nothing.
 """
 
 from __future__ import annotations
@@ -18,6 +21,8 @@ import ctypes.util
 import logging
 import os
 import shutil
+import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -25,6 +30,13 @@ log = logging.getLogger(__name__)
 
 _RENAME_EXCHANGE = 2
 _AT_FDCWD = -100
+
+
+def pause_point(name: str) -> None:
+    """Test-only: when ``KF_TEST_PAUSE_AT`` names this point, say so on stderr and sleep (to be killed)."""
+    if os.environ.get("KF_TEST_PAUSE_AT") == name:
+        print(f"kf-test-pause: {name}", file=sys.stderr, flush=True)
+        time.sleep(600)
 
 
 def _pid_alive(pid: int) -> bool:
@@ -109,4 +121,6 @@ def staged_output(out: Path) -> Iterator[Path]:
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
+    pause_point("before-swap")
     swap_in(tmp, out)
+    pause_point("after-swap")

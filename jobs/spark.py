@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 import os
+import shutil
 import sys
 from pathlib import Path
 
@@ -64,6 +65,8 @@ def get_session(master: str = "local[*]", catalog_dir: Path | None = None, app: 
         # one python worker per core, reused across tasks (numba JIT caches warm once)
         .config("spark.python.worker.reuse", "true")
     )
+    scratch = scratch_dir()
+    builder = builder.config("spark.local.dir", str(scratch))
     if catalog_dir is not None:
         catalog_dir = Path(catalog_dir).resolve()
         catalog_dir.mkdir(parents=True, exist_ok=True)
@@ -72,7 +75,7 @@ def get_session(master: str = "local[*]", catalog_dir: Path | None = None, app: 
         builder = builder.enableHiveSupport()
     else:
         # no catalog: keep Spark's default warehouse out of the user's cwd
-        builder = builder.config("spark.sql.warehouse.dir", str(Path(os.environ.get("TMPDIR", "/tmp")) / f"kf-warehouse-{os.getpid()}"))
+        builder = builder.config("spark.sql.warehouse.dir", str(scratch / "warehouse"))
     _quiet_java_logs()
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel(os.environ.get("KF_SPARK_LOG_LEVEL", "ERROR"))
@@ -82,6 +85,30 @@ def get_session(master: str = "local[*]", catalog_dir: Path | None = None, app: 
         system.setProperty("derby.system.home", str(catalog_dir))
         system.setProperty("derby.stream.error.file", str(catalog_dir / "derby.log"))
     return spark
+
+
+SCRATCH_PREFIX = "kf-spark-"
+
+
+def scratch_dir() -> Path:
+    """This process's Spark scratch (``spark.local.dir``: block manager files, pyspark's temp dir,
+    added files), ``$TMPDIR/kf-spark-<pid>``. Spark deletes its scratch in a JVM shutdown hook, which
+    a SIGKILLed run never reaches (an unattended kill left ``/tmp/spark-*`` and ``blockmgr-*`` behind,
+    shuffle files and all); with one named folder per process, each start removes those of dead
+    processes, as ``jobs.outdir.recover`` does for staging dirs. (``SPARK_LOCAL_DIRS`` still wins.)"""
+    from .outdir import _pid_alive
+
+    base = Path(os.environ.get("TMPDIR", "/tmp"))
+    for old in base.glob(f"{SCRATCH_PREFIX}*"):
+        try:
+            pid = int(old.name[len(SCRATCH_PREFIX):])
+        except ValueError:
+            continue
+        if pid != os.getpid() and not _pid_alive(pid):
+            shutil.rmtree(old, ignore_errors=True)
+    mine = base / f"{SCRATCH_PREFIX}{os.getpid()}"
+    mine.mkdir(parents=True, exist_ok=True)
+    return mine
 
 
 def _quiet_java_logs() -> None:
