@@ -256,13 +256,13 @@ def _broker_logs(root: Root, log_dirs: list[LogDir], broker_of: dict[str, int]) 
     ``root`` outside the log dirs: beside a broker's log dir, in a ``logs/`` or
     ``server-logs/`` folder. Whose they are: a node id in the name (``node-1-server.log.gz``),
     else the one broker whose log dirs share the nearest folder with the file, else -1 (the
-    lines themselves often name the node)."""
+    lines themselves often name the node). Links, fifos and odd names were already reported by
+    ``find_log_dirs``' walk; here they are simply not taken."""
     inside = {ld.abs_path for ld in log_dirs}
     out: list[FileEntry] = []
-    for dirpath, dirnames, filenames in os.walk(root.path, followlinks=False):
-        here = Path(dirpath)
-        dirnames[:] = sorted(d for d in dirnames if here / d not in inside)
-        for name in sorted(filenames):
+    for here, dirnames, filenames, _odd in _walk(root.path):
+        dirnames[:] = [d for d in dirnames if here / d not in inside]
+        for name in filenames:
             if detect(name) != "broker_log":
                 continue
             full = here / name
@@ -270,14 +270,11 @@ def _broker_logs(root: Root, log_dirs: list[LogDir], broker_of: dict[str, int]) 
                 st = full.lstat()
             except OSError:
                 continue
-            if not os.path.isfile(full) or os.path.islink(full):
-                continue
             node = node_from_name(name)
             if node is None:
                 node = _nearest_broker(here, log_dirs, broker_of)
             sub = here.relative_to(root.path).as_posix()
-            folder = root.prefix if sub == "." else (f"{root.prefix}/{sub}" if root.prefix else sub)
-            folder = folder or root.path.name
+            folder = _rel(root.prefix, sub, ".") if (root.prefix or sub != ".") else root.path.name
             out.append(FileEntry(str(full), f"{folder}/{name}", node, folder, None, None, None, "broker_log",
                                  st.st_size, int(st.st_mtime * 1000), root.archive))
     return out

@@ -127,12 +127,12 @@ def _history(spark: SparkSession, out: Path, t: dict[str, DataFrame], rl_df: Dat
 
     log_cols = ["topic", "partition", F.coalesce("node", "broker").alias("node"), "time", "line_no", "path", "event", "offset",
                 "hw", "leader", "leader_epoch", "text"]
-    log_rows = le.where(F.col("topic").isNotNull() & F.col("partition").isNotNull()
-                        & (F.col("hw").isNotNull() | (F.col("event") == "truncation"))).select(*log_cols).collect()
-    log_unclean = le.where(F.col("event") == "unclean_election").select(*log_cols).collect()
-    elections = me.where(F.col("election") == "unclean").collect()
-    events = me.where(F.col("event").isin("partition_created", "leader_change", "isr_change", "snapshot_state")).select(
-        "topic", "partition", "meta_offset", "time", "leader", "leader_epoch", "isr", "source", "path", "batch_position").collect()
+    lines = le.where((F.col("event") == "unclean_election") | (F.col("topic").isNotNull() & F.col("partition").isNotNull()
+                     & (F.col("hw").isNotNull() | (F.col("event") == "truncation")))).select(*log_cols).collect()
+    log_unclean = [r for r in lines if r["event"] == "unclean_election"]
+    log_rows = [r for r in lines if r["event"] != "unclean_election" and r["topic"] is not None and r["partition"] is not None]
+    events = me.where(F.col("event").isin("partition_created", "leader_change", "isr_change", "snapshot_state")).collect()
+    elections = [e for e in events if e["election"] == "unclean"]
     latest = me.where(F.col("replicas").isNotNull()).groupBy("topic", "partition").agg(F.max_by("replicas", "meta_offset").alias("replicas"))
     have = rl_df.where(F.col("dir_state") == "live").groupBy("topic", "partition").agg(F.collect_set("broker").alias("have"))
     complete = {(r["topic"], r["partition"]) for r in latest.join(have, ["topic", "partition"]).where(
@@ -143,7 +143,7 @@ def _history(spark: SparkSession, out: Path, t: dict[str, DataFrame], rl_df: Dat
         "group", "topic", "partition", "c.*").collect()
     tx = t["transactions"].where(F.col("transactional_id").isNotNull())
     txns = tx.groupBy("transactional_id").agg(F.max_by(F.struct(*[c for c in tx.columns if c != "transactional_id"]), "offset").alias("x")).select(
-        "transactional_id", "x.*").where(~F.col("tombstone")).collect() if not tx.isEmpty() else []
+        "transactional_id", "x.*").where(~F.col("tombstone")).collect()
     collected = t["batches"].agg(F.max("max_timestamp")).first()[0] if txns else None
     return {"elections": elections, "log_unclean": log_unclean, "log_rows": log_rows, "events": events,
             "commits": commits, "complete": complete, "txns": txns, "collected_ms": collected}

@@ -23,9 +23,14 @@ def test_real_cluster_brokers_and_controller():
     assert found[1].cluster_id == "HoldoutRealCluster000w"
 
 
-def test_non_log_dirs_are_ignored():
+def test_non_log_dirs_are_ignored_but_broker_logs_are_taken():
     files = discover([Root(REAL / "crash-only", "")]).files
-    assert not any(f.path.startswith(("dumps/", "server-logs/")) or "/" not in f.path for f in files)
+    assert not any(f.path.startswith("dumps/") or "/" not in f.path for f in files)
+    # server-logs/ holds the brokers' logs: only those, each attributed by its node-N- name
+    logs = [f for f in files if f.path.startswith("server-logs/")]
+    on_disk = sorted(p.name for p in (REAL / "crash-only" / "server-logs").iterdir() if ".log" in p.name)
+    assert sorted(f.path.split("/", 1)[1] for f in logs) == on_disk
+    assert all(f.kind == "broker_log" and f.path.split("/")[1].startswith(f"node-{f.broker}-") for f in logs)
 
 
 def test_three_zookeeper_brokers():
