@@ -1,0 +1,185 @@
+"""Peak memory on a ~1 GB single segment: the record-level parser alone, then a whole ``analyze``.
+
+Run:  python benchmarks/memory_bench.py              (~1 GiB segment; ingest+jobs take several minutes)
+      python benchmarks/memory_bench.py --mib 64     (a quick smoke run)
+      python benchmarks/memory_bench.py --command ingest   (ingest only, no forensic jobs)
+
+Why: issue 9 asks that parsing streams, so that a 1 GB segment parses with peak RSS < 1 GB, and that
+the figure is measured, not asserted. Data: one broker, one partition, one segment made by the
+writer's bulk generator (``sample_data/writer/bulk.py``: 100 records of ~170 bytes per batch,
+uncompressed, idempotent producer), in a temp dir removed at the end.
+
+(a) Parser: a fresh child process streams ``segment.iter_parse(records=True)`` over a read-only
+    mmap, as an ingest task does, and drops each piece. Printed: the child's VmHWM (whole process:
+    imports, numba JIT and all), and the peaks of RssAnon (the parser's own allocations) and of
+    RssFile (mmap'd segment pages, which count in RSS as they are touched; the kernel can drop them
+    at any time, they are not a leak). VmHWM of the child itself, not ``ru_maxrss`` of children:
+    a child started by vfork+exec inherits the parent's high-water mark there, so after generating
+    the segment in this process it would report the generator's peak.
+(b) ``kafka-forensics <command> BROKER --out DIR`` in its own session, sampled every 0.25 s: every
+    process of the session (the CLI's Python driver, the Spark JVM, pyspark's worker daemon and its
+    forked workers) by its /proc status. Printed: the highest VmHWM of each role, the peak of the
+    workers' summed RSS, and the peak of the whole tree's summed RSS (what the machine had to hold
+    at once). The JVM's heap is capped by ``KF_DRIVER_MEMORY`` (default 4g); its RSS follows what
+    it touched, not the cap.
+Nothing is asserted; on a shared machine the figures vary with the load (printed with them).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+MiB = 1 << 20
+RECORD_BYTES = 172  # ~ bytes per record on disk with the generator's defaults (value 145, key 12, batch of 100)
+
+
+def _status(pid: int | str = "self") -> dict[str, int]:
+    out: dict[str, int] = {}
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                k, _, v = line.partition(":")
+                if k in ("VmRSS", "VmHWM", "RssAnon", "RssFile", "RssShmem"):
+                    out[k] = int(v.split()[0]) * 1024
+    except (OSError, ValueError):
+        pass
+    return out
+
+
+def parse_child(path: str) -> None:
+    """Runs in a fresh process: stream the segment at record level, print one JSON line."""
+    sys.path.insert(0, str(REPO))
+    from parsers import segment
+    from parsers.common import FileBytes
+
+    peak_anon = peak_file = records = batches = problems = 0
+    t0 = time.perf_counter()
+    with FileBytes(path) as fb:
+        for piece in segment.iter_parse(fb.data, path, records=True):
+            records += piece.extra["records"].num_rows
+            batches += piece.table.num_rows
+            problems += piece.problems.num_rows
+            st = _status()
+            peak_anon = max(peak_anon, st.get("RssAnon", 0))
+            peak_file = max(peak_file, st.get("RssFile", 0) + st.get("RssShmem", 0))
+            del piece
+    print(json.dumps({"records": records, "batches": batches, "problems": problems, "seconds": time.perf_counter() - t0,
+                      "hwm": _status().get("VmHWM", 0), "peak_anon": peak_anon, "peak_file": peak_file}), flush=True)
+
+
+def _role(pid: int) -> str:
+    try:
+        cmd = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+    except OSError:
+        return "gone"
+    if "java" in cmd.split(" ", 1)[0]:
+        return "jvm"
+    if "pyspark.daemon" in cmd or "pyspark.worker" in cmd:
+        return "python workers"
+    return "driver python"
+
+
+def _session(sid: int) -> list[int]:
+    pids = []
+    for d in Path("/proc").iterdir():
+        if d.name.isdigit():
+            try:
+                stat = (d / "stat").read_text()
+                if int(stat[stat.rindex(")") + 2:].split()[3]) == sid:
+                    pids.append(int(d.name))
+            except (OSError, ValueError):
+                continue
+    return pids
+
+
+def run_cli(command: str, broker: Path, out: Path) -> dict:
+    """Run the CLI in its own session and sample its process tree until it ends."""
+    args = [sys.executable, "-m", "analyzer.cli", command, str(broker), "--out", str(out)]
+    if command == "analyze":
+        args += ["--format", "json"]
+    else:
+        args += ["--quiet"]
+    t0 = time.monotonic()
+    proc = subprocess.Popen(args, cwd=out.parent, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True)
+    hwm: dict[str, int] = {}
+    peak_workers = peak_total = 0
+    while proc.poll() is None:
+        by_role: dict[str, int] = {}
+        for pid in _session(proc.pid):
+            st, role = _status(pid), _role(pid)
+            hwm[role] = max(hwm.get(role, 0), st.get("VmHWM", 0))
+            by_role[role] = by_role.get(role, 0) + st.get("VmRSS", 0)
+        peak_workers = max(peak_workers, by_role.get("python workers", 0))
+        peak_total = max(peak_total, sum(by_role.values()))
+        time.sleep(0.25)
+    err = proc.stderr.read()
+    return {"code": proc.returncode, "seconds": time.monotonic() - t0, "hwm": hwm, "peak_workers_sum": peak_workers,
+            "peak_total_sum": peak_total, "stderr_tail": err[-1500:]}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--mib", type=int, default=1024, help="segment size in MiB (default 1024)")
+    ap.add_argument("--command", choices=("analyze", "ingest"), default="analyze")
+    ap.add_argument("--keep", action="store_true", help="keep the temp dir (printed)")
+    args = ap.parse_args()
+
+    sys.path.insert(0, str(REPO))
+    from sample_data.writer import bulk
+
+    tmp = Path(tempfile.mkdtemp(prefix="kf-memory-bench-"))
+    try:
+        t0 = time.monotonic()
+        records = args.mib * MiB // RECORD_BYTES
+        res = bulk.generate(tmp / "in", brokers=1, partitions=1, records=records, segment_bytes=(1 << 31) - 1, seed=9)
+        broker = res.brokers[0]
+        segs = sorted(broker.rglob("*.log"))
+        assert len(segs) == 1, f"want one segment, got {len(segs)}"
+        seg = segs[0]
+        size = seg.stat().st_size
+        print(f"segment: {seg.name}, {size / MiB:.0f} MiB, {records} records, generated in {time.monotonic() - t0:.0f} s")
+        print(f"load average at start: {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
+
+        child = subprocess.run([sys.executable, __file__, "--parse-child", str(seg)], capture_output=True, text=True)
+        if child.returncode != 0:
+            print("parse child failed:", child.stderr[-2000:])
+        else:
+            r = json.loads(child.stdout.strip().splitlines()[-1])
+            print(f"(a) parser, record level, one process: {r['records']} records, {r['batches']} batches, "
+                  f"{r['problems']} problems in {r['seconds']:.1f} s")
+            print(f"    peak RSS (VmHWM, whole process)   {r['hwm'] / MiB:8.0f} MiB")
+            print(f"    peak RssAnon (parser's own memory) {r['peak_anon'] / MiB:7.0f} MiB")
+            print(f"    peak RssFile (mmap'd segment pages) {r['peak_file'] / MiB:6.0f} MiB")
+
+        out = tmp / "out"
+        r = run_cli(args.command, broker, out)
+        print(f"(b) kafka-forensics {args.command}: exit {r['code']} in {r['seconds']:.0f} s")
+        for role in ("driver python", "jvm", "python workers"):
+            print(f"    peak RSS of one {role:15s} {r['hwm'].get(role, 0) / MiB:8.0f} MiB")
+        print(f"    peak of the python workers' summed RSS {r['peak_workers_sum'] / MiB:6.0f} MiB")
+        print(f"    peak of the whole tree's summed RSS    {r['peak_total_sum'] / MiB:6.0f} MiB")
+        if r["code"] not in (0, 1):
+            print(r["stderr_tail"])
+        print(f"load average at end: {os.getloadavg()[0]:.1f}")
+    finally:
+        if args.keep:
+            print(f"kept {tmp}")
+        else:
+            shutil.rmtree(tmp, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    if len(sys.argv) == 3 and sys.argv[1] == "--parse-child":
+        parse_child(sys.argv[2])
+    else:
+        main()

@@ -1,0 +1,227 @@
+"""``analyze`` killed with SIGKILL at several points never loses the previous DIR (issue 9 part 5).
+
+The good previous result is one analyze of the real-cluster ``crash-only`` capture. Then analyze is
+started again into the same DIR, in its own session (the Spark JVM and its Python workers are in
+it), and the whole session is SIGKILLed at a point found by watching the staging sibling
+``DIR.tmp-<pid>`` fill up, or, where nothing on disk tells the moment apart, at a named test-only
+pause (``KF_TEST_PAUSE_AT``, see ``jobs.outdir.pause_point``). After every kill: DIR holds a
+complete result (before the swap: the previous one, byte for byte), the catalog answers the same
+count, and no process of the killed session is left. A final rerun completes with the same findings.
+Two runs into different DIRs from the same working directory do not interfere.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+from conftest import REAL
+
+CLI = [sys.executable, "-m", "analyzer.cli"]
+SRC = REAL / "crash-only"
+OTHER = REAL / "clean-failover"
+
+
+class Run:
+    """One ``analyze`` in a new session; stderr is collected by a thread (it is how pauses announce)."""
+
+    def __init__(self, src: Path, out: Path, cwd: Path, pause: str | None = None):
+        env = {k: v for k, v in os.environ.items() if k != "KF_TEST_PAUSE_AT"}
+        if pause:
+            env["KF_TEST_PAUSE_AT"] = pause
+        self.proc = subprocess.Popen([*CLI, "analyze", str(src), "--out", str(out), "--format", "json"], cwd=cwd, env=env,
+                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+        self.stdout: list[str] = []
+        self.stderr: list[str] = []
+        self.threads = [threading.Thread(target=self._drain, args=(s, buf), daemon=True)
+                        for s, buf in ((self.proc.stdout, self.stdout), (self.proc.stderr, self.stderr))]
+        for t in self.threads:
+            t.start()
+
+    @staticmethod
+    def _drain(stream, buf: list[str]) -> None:
+        for line in stream:
+            buf.append(line)
+
+    @property
+    def staging(self) -> str:
+        return f".tmp-{self.proc.pid}"
+
+    def wait(self, timeout: float = 1500) -> int:
+        code = self.proc.wait(timeout=timeout)
+        for t in self.threads:
+            t.join(timeout=10)
+        return code
+
+    def kill(self) -> None:
+        os.killpg(self.proc.pid, signal.SIGKILL)
+        self.wait(60)
+
+
+def session_members(sid: int) -> list[tuple[int, str]]:
+    """Live processes of session ``sid`` (our run's JVM and Python workers stay in it; pyspark's
+    daemon makes its own process group, so the session, not the group, is what to look at)."""
+    found = []
+    for d in Path("/proc").iterdir():
+        if not d.name.isdigit():
+            continue
+        try:
+            stat = (d / "stat").read_text()
+            fields = stat[stat.rindex(")") + 2:].split()
+            if int(fields[3]) == sid and fields[0] != "Z":
+                found.append((int(d.name), (d / "cmdline").read_bytes().replace(b"\0", b" ")[:120].decode(errors="replace")))
+        except (OSError, ValueError):
+            continue
+    return found
+
+
+def no_orphans(sid: int, grace: float = 20) -> list[tuple[int, str]]:
+    deadline = time.monotonic() + grace
+    while (left := session_members(sid)) and time.monotonic() < deadline:
+        time.sleep(0.5)
+    return left
+
+
+def wait_for(run: Run, cond, what: str, timeout: float = 900) -> None:
+    deadline = time.monotonic() + timeout
+    while not cond():
+        if run.proc.poll() is not None:
+            pytest.fail(f"analyze ended (exit {run.proc.returncode}) before {what}: {''.join(run.stderr)[-2000:]}")
+        if time.monotonic() > deadline:
+            run.kill()
+            pytest.fail(f"timed out waiting for {what}")
+        time.sleep(0.05)
+
+
+def tree(out: Path) -> dict[str, tuple[int, int]]:
+    """Every file of DIR with its size and mtime: a previous DIR left alone keeps all three."""
+    return {p.relative_to(out).as_posix(): (p.stat().st_size, p.stat().st_mtime_ns) for p in sorted(out.rglob("*")) if p.is_file()}
+
+
+def sql_count(out: Path, table: str, cwd: Path) -> int:
+    q = subprocess.run([*CLI, "sql", str(out), f"select count(*) as n from {table}", "--format", "json"],
+                       capture_output=True, text=True, timeout=900, cwd=cwd)
+    assert q.returncode == 0, q.stderr[-2000:]
+    return json.loads(q.stdout.strip().splitlines()[-1])["n"]
+
+
+def comparable(findings: bytes) -> dict:
+    """findings.json without the one field that differs between two runs on the same input."""
+    doc = json.loads(findings)
+    doc.pop("generated_at", None)
+    return doc
+
+
+@pytest.fixture(scope="module")
+def previous(tmp_path_factory):
+    root = tmp_path_factory.mktemp("atomic")
+    cwd = root / "cwd"
+    cwd.mkdir()
+    out = root / "parent" / "case"
+    out.parent.mkdir()
+    run = Run(SRC, out, cwd)
+    assert run.wait() == 0, "".join(run.stderr)[-3000:]
+    state = {"out": out, "cwd": cwd, "findings": (out / "findings.json").read_bytes(), "tree": tree(out),
+             "batches": sql_count(out, "batches", cwd)}
+    assert state["batches"] > 0
+    state["tree"] = tree(out)  # opening the catalog touches Derby's files (locks, log): take the tree after it
+    return state
+
+
+def _staged(out: Path, run: Run, *rel: str):
+    return lambda: (out.parent / f"{out.name}{run.staging}").joinpath(*rel).exists()
+
+
+def _has_java(run: Run):
+    return lambda: any("java" in cmd for _, cmd in session_members(run.proc.pid))
+
+
+# kill points before the swap: (name, how to find the moment, pause hook)
+BEFORE_SWAP = {
+    "spark-start": lambda out, run: (lambda: _staged(out, run)() and _has_java(run)()),  # JVM starting, nothing parsed
+    "mid-ingest": lambda out, run: _staged(out, run, "_stage"),  # parse tasks writing their Arrow stage
+    "jobs": lambda out, run: _staged(out, run, "tables", "replica_logs"),  # ingest done, forensic jobs writing
+    "before-swap": None,  # findings.json, run.json, report.html complete in the staging dir
+}
+
+
+@pytest.mark.parametrize("point", list(BEFORE_SWAP))
+def test_kill_before_the_swap_leaves_the_previous_dir_untouched(previous, point):
+    out, cwd = previous["out"], previous["cwd"]
+    cond = BEFORE_SWAP[point]
+    run = Run(SRC, out, cwd, pause=None if cond else point)
+    if cond:
+        wait_for(run, cond(out, run), point)
+    else:
+        wait_for(run, lambda: any(f"kf-test-pause: {point}" in ln for ln in run.stderr), f"pause {point}")
+        assert (out.parent / f"{out.name}{run.staging}" / "findings.json").is_file()
+    run.kill()
+    assert no_orphans(run.proc.pid) == []
+    assert (out / "findings.json").read_bytes() == previous["findings"]
+    assert (out / "run.json").is_file()
+    assert tree(out) == previous["tree"], "the previous DIR changed under a killed run"
+    if point in ("jobs", "before-swap"):  # (a few Spark starts fewer: the tree equality already covers the others)
+        assert sql_count(out, "batches", cwd) == previous["batches"]
+        previous["tree"] = tree(out)  # opening the catalog touches Derby's files (locks, log)
+
+
+# kill points after the swap: DIR is already the new run's complete result; its catalog is missing
+# or half-built, and the first sql use rebuilds it
+AFTER_SWAP = ["after-swap", "catalog-registering"]
+
+
+@pytest.mark.parametrize("point", AFTER_SWAP)
+def test_kill_after_the_swap_leaves_a_complete_new_dir(previous, point):
+    out, cwd = previous["out"], previous["cwd"]
+    run = Run(SRC, out, cwd, pause=point)
+    wait_for(run, lambda: any(f"kf-test-pause: {point}" in ln for ln in run.stderr), f"pause {point}")
+    run.kill()
+    assert no_orphans(run.proc.pid) == []
+    assert comparable((out / "findings.json").read_bytes()) == comparable(previous["findings"])
+    assert (out / "run.json").is_file() and (out / "report.html").is_file()
+    if point == "catalog-registering":
+        assert not (out / "catalog" / "registered.json").exists(), "killed before the catalog was complete"
+    assert sql_count(out, "batches", cwd) == previous["batches"]
+
+
+def test_rerun_after_the_kills_completes_with_the_same_findings(previous):
+    out, cwd = previous["out"], previous["cwd"]
+    run = Run(SRC, out, cwd)
+    assert run.wait() == 0, "".join(run.stderr)[-3000:]
+    assert comparable((out / "findings.json").read_bytes()) == comparable(previous["findings"])
+    assert json.loads("".join(run.stdout)) == json.loads((out / "findings.json").read_bytes())
+    assert sorted(p.name for p in out.parent.iterdir()) == [out.name], "no staging or old sibling left behind"
+    assert sorted(p.name for p in cwd.iterdir()) == [], "nothing written into the working directory"
+
+
+def test_two_runs_into_different_dirs_at_once(tmp_path):
+    cwd = tmp_path / "cwd"
+    cwd.mkdir()
+    a, b = tmp_path / "a", tmp_path / "b"
+    runs = [Run(SRC, a, cwd), Run(OTHER, b, cwd)]
+    codes = [r.wait() for r in runs]
+    assert codes == [0, 0], ["".join(r.stderr)[-2000:] for r in runs]
+    for r in runs:
+        assert "Traceback" not in "".join(r.stderr)
+        assert no_orphans(r.proc.pid) == []
+    assert sorted(p.name for p in cwd.iterdir()) == [], "derby.log / metastore_db / spark-warehouse in the cwd"
+    # each catalog answers its own DIR's tables: topics differ between the two captures
+    topics = {}
+    for out in (a, b):
+        q = subprocess.run([*CLI, "sql", str(out), "select distinct topic from replica_logs", "--format", "json"],
+                           capture_output=True, text=True, timeout=900, cwd=cwd)
+        assert q.returncode == 0, q.stderr[-2000:]
+        topics[out.name] = {json.loads(line)["topic"] for line in q.stdout.splitlines() if line.startswith("{")}
+        locs = json.loads((out / "catalog" / "registered.json").read_text())
+        assert locs["out"] == str(out.resolve())
+    assert topics["a"] and topics["b"] and topics["a"] != topics["b"]
+    for out, src in ((a, SRC), (b, OTHER)):
+        doc = json.loads((out / "findings.json").read_text())
+        assert doc["input"]["paths"] == [str(src)]
