@@ -203,3 +203,28 @@ def test_found_kraft_metadata_decodes_without_parser_errors(analyzed, name):
     assert not [p for p in table(out, "problems") if p["kind"] == "parser_error"]
     for r in recs:
         assert r["known"] or r["raw_hex"], "an unknown record is kept raw"
+
+
+@pytest.mark.parametrize("name", SCENARIOS)
+def test_report_shows_each_partition_timeline_in_order(analyzed, name):
+    """The report analyze wrote (no Spark to re-render): each partition of the scenario has its
+    timeline in time order, and the HTML carries it under the partition."""
+    from analyzer.report.data import load
+
+    gt = _gt(name)
+    analyzed(REAL, name)
+    out = analyzed.outs[name]
+    data = load(out)
+    parts = {(h["topic"], h["partition"]) for h in gt["leadership_history"] if h["type"].startswith("PARTITION")}
+    assert parts and parts <= set(data.timeline)
+    for key in parts:
+        rows = data.timeline[key]
+        times = [r["time"] for r in rows if r["time"] is not None]
+        assert times == sorted(times) and len(times) >= 5
+        meta = [r["seq"] for r in rows if r["source"] == "metadata" and r["event"] in ("partition_created", "leader_change", "isr_change")]
+        want = [h["meta_offset"] for h in gt["leadership_history"] if (h.get("topic"), h.get("partition")) == key]
+        assert [m for m in meta if m in want] == want
+    html = (out / "report.html").read_text(encoding="utf-8")
+    assert "Timeline" in html
+    unclean = [r for rows in data.timeline.values() for r in rows if r["election"] == "unclean" and r["source"] == "metadata"]
+    assert len(unclean) == (1 if name == "unclean-election-divergence-rejoined" else 0)
