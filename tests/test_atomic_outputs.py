@@ -7,7 +7,7 @@ it), and the whole session is SIGKILLed at a point found by watching the staging
 pause (``KF_TEST_PAUSE_AT``, see ``jobs.outdir.pause_point``). After every kill: DIR holds a
 complete result (before the swap: the previous one, byte for byte), the catalog answers the same
 count, and no process of the killed session is left. A final rerun completes with the same findings.
-Two runs into different DIRs from the same working directory do not interfere.
+Two runs into different DIRs from the same working directory do not interfere, nor two queries on one DIR.
 """
 
 from __future__ import annotations
@@ -225,3 +225,14 @@ def test_two_runs_into_different_dirs_at_once(tmp_path):
     for out, src in ((a, SRC), (b, OTHER)):
         doc = json.loads((out / "findings.json").read_text())
         assert doc["input"]["paths"] == [str(src)]
+
+
+def test_two_queries_on_one_dir_at_once(previous):
+    # Derby boots a database in one JVM only: the second query gets a private catalog, not a lock error
+    out, cwd = previous["out"], previous["cwd"]
+    qs = [subprocess.Popen([*CLI, "sql", str(out), "select count(*) as n from batches", "--format", "json"], cwd=cwd,
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(2)]
+    outs = [q.communicate(timeout=900) for q in qs]
+    assert [q.returncode for q in qs] == [0, 0], [err[-2000:] for _, err in outs]
+    assert [json.loads(o.strip().splitlines()[-1])["n"] for o, _ in outs] == [previous["batches"]] * 2
+    assert "Traceback" not in "".join(err for _, err in outs)
