@@ -244,3 +244,27 @@ def hanging_transaction_findings(batches: DataFrame, producer_states: DataFrame)
                         "read_committed consumers stall.",
         ))
     return out
+
+
+def index_past_eof_findings(index_entries: DataFrame, files: DataFrame) -> list[Finding]:
+    """Offset-index entries pointing at or past the end of their segment (``kafka-dump-log`` dies
+    on them; a fetch through them reads nothing). The segment is the ``.log`` of the same name in
+    the same dir; an index whose segment was not collected is not judged. Zero padding slots
+    are not entries."""
+    segs = files.where(F.col("kind") == "segment").select(
+        F.regexp_replace("path", r"\.log$", ".index").alias("path"), F.col("size").alias("segment_size"))
+    e = index_entries.where(~F.coalesce("is_padding", F.lit(False)) & (F.col("position") > 0))
+    bad = e.join(segs, "path").where(F.col("position") >= F.col("segment_size"))
+    g = bad.groupBy("broker", "topic", "partition", "path", "segment_size").agg(
+        F.count("*").alias("n"), F.min_by(F.struct("slot", "offset", "position"), "slot").alias("first"))
+    out = []
+    for r in g.collect():
+        first = r["first"]
+        out.append(Finding(
+            kind="index_mismatch", topic=r["topic"], partition=r["partition"], brokers=[r["broker"]], first_offset=first["offset"],
+            evidence=[Evidence(r["broker"], r["path"], first["slot"] * 8,
+                               f"entry {first['slot']} (offset {first['offset']}) points to byte {first['position']}, beyond the "
+                               f"{r['segment_size']}-byte segment" + (f" (and {r['n'] - 1} more entries)" if r["n"] > 1 else ""))],
+            explanation=PROBLEM_EXPLANATIONS["index_mismatch"],
+        ))
+    return out

@@ -31,7 +31,7 @@ from .ledger import ledger_lost_offsets, lost_ledger_rows, read_ledger, record_v
 log = logging.getLogger(__name__)
 
 INPUT_TABLES = ["brokers", "files", "batches", "records", "checkpoints", "leader_epochs", "partition_metadata",
-                "clean_shutdown", "problems", "index_files", "producer_states", "metadata_records", "consumer_offsets",
+                "clean_shutdown", "problems", "index_files", "index_entries", "producer_states", "metadata_records", "consumer_offsets",
                 "transactions", "log_events"]
 JOB_TABLES = ["replica_logs", "epoch_lineage", "offset_ranges", "metadata_events", "broker_events", "timeline", "findings"]
 
@@ -69,6 +69,7 @@ def run(spark: SparkSession, out: Path, ledger: Path | None = None) -> list[Find
     findings += detect_replica.checkpoint_findings(rl)
     findings += detect_replica.gap_findings(holes)
     findings += detect_replica.segment_overlap_findings(t["batches"])
+    findings += detect_replica.index_past_eof_findings(t["index_entries"], t["files"])
     findings += detect_replica.duplicate_sequence_findings(t["batches"])
     findings += detect_replica.hanging_transaction_findings(t["batches"], t["producer_states"])
     findings += detect_cross.divergence_findings(ranges)
