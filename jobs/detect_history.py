@@ -7,13 +7,15 @@ rejoin the replicas are identical again and only these sources still show what h
   election (controller log; ZooKeeper-era controllers log it too). A clean election after which
   a former leader's unreplicated tail was truncated is *not* one: that is acks=1 loss.
 - ``truncation_below_hw`` (happened): a broker logged a truncation to an offset below a high
-  watermark it had logged for that partition earlier in the same life or loaded at start-up;
+  watermark it had logged for that partition earlier (state-change lines, or loaded at start-up;
+  a log loaded later, after a clean truncation, logs its new HW and resets the comparison);
   or, with a ledger, a leader that acknowledged records while its high watermark covered them
   (acks=all, or it was alone in the ISR) no longer holds them.
 - consumer commits beyond every replica's log end: consumers only read below the HW, so those
   offsets were committed data that is gone (``acked_data_loss``, counted apart from HW evidence).
 - ``hanging_transaction`` from ``__transaction_state``: a transaction the coordinator still has
-  open (Ongoing / Prepare*) long after its timeout at the time of collection.
+  open (Ongoing / Prepare*) long after its timeout, by the coordinator's own clock (its newest
+  write to the transaction log; producers' CreateTime may be skewed).
 
 All inputs here are small per partition (events, not records): they are collected.
 """
@@ -62,7 +64,12 @@ def unclean_election_findings(elections: list, log_unclean: list, lineage: list)
         t = _ms(e["time"])
         for line in by_part.get(key, []):
             lt = _ms(line["time"])
-            if t is None or lt is None or abs(lt - t) < 60_000:
+            # the same election: its epoch or new leader (log4j times are local, maybe not UTC);
+            # time only when the line says neither
+            same = (line["leader_epoch"] == e["leader_epoch"] if line["leader_epoch"] is not None
+                    else line["leader"] == e["leader"] if line["leader"] is not None
+                    else t is None or lt is None or abs(lt - t) < 60_000)
+            if same:
                 ev.append(Evidence(line["node"], line["path"], line["line_no"], f"line {line['line_no']}: {line['text'][:200]}"))
                 covered.add((*key, line["path"], line["line_no"]))
         where = f" at offset {start}" if start is not None else ""

@@ -138,14 +138,20 @@ def _history(spark: SparkSession, out: Path, t: dict[str, DataFrame], rl_df: Dat
     have = rl_df.where(F.col("dir_state") == "live").groupBy("topic", "partition").agg(F.collect_set("broker").alias("have"))
     complete = {(r["topic"], r["partition"]) for r in latest.join(have, ["topic", "partition"]).where(
         F.size(F.array_except("replicas", "have")) == 0).collect()}
-    co = t["consumer_offsets"].where(~F.col("tombstone") & (F.col("record_type") == "offset_commit"))
+    # the latest record per key, tombstones included: a commit deleted with its topic (or expired)
+    # is no evidence of anything
+    co = t["consumer_offsets"].where(F.col("record_type") == "offset_commit")
     commits = co.groupBy("group", "topic", "partition").agg(
-        F.max_by(F.struct("committed_offset", "broker", "path", "batch_position"), "offset").alias("c")).select(
-        "group", "topic", "partition", "c.*").collect()
+        F.max_by(F.struct("committed_offset", "broker", "path", "batch_position", "tombstone"), "offset").alias("c")).select(
+        "group", "topic", "partition", "c.*").where(~F.col("tombstone")).collect()
     tx = t["transactions"].where(F.col("transactional_id").isNotNull())
     txns = tx.groupBy("transactional_id").agg(F.max_by(F.struct(*[c for c in tx.columns if c != "transactional_id"]), "offset").alias("x")).select(
         "transactional_id", "x.*").where(~F.col("tombstone")).collect()
-    collected = t["batches"].agg(F.max("max_timestamp")).first()[0] if txns else None
+    # "now" by the coordinator's own clock (its last write), not producers' CreateTime
+    collected = None
+    if txns:
+        coord = tx.agg(F.max("last_update_ms"), F.max("timestamp")).first()
+        collected = max((v for v in coord if v is not None), default=None)
     return {"elections": elections, "log_unclean": log_unclean, "log_rows": log_rows, "events": events,
             "commits": commits, "complete": complete, "txns": txns, "collected_ms": collected}
 

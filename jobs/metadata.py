@@ -40,7 +40,7 @@ METADATA_EVENTS = T.StructType([
     T.StructField("topic_id", T.StringType()),
     T.StructField("meta_offset", T.LongType()),  # offset in __cluster_metadata (snapshots: their end offset - 1)
     T.StructField("time", T.TimestampType()),  # the record's append time on the controller
-    T.StructField("event", T.StringType()),  # partition_created | leader_change | isr_change | leader_recovered | replicas_change | topic_removed | snapshot_state | partition_change
+    T.StructField("event", T.StringType()),  # partition_created | leader_change | leader_epoch_bump | isr_change | leader_recovered | replicas_change | topic_removed | snapshot_state | partition_change
     T.StructField("leader", T.IntegerType()),
     T.StructField("leader_epoch", T.IntegerType()),
     T.StructField("partition_epoch", T.IntegerType()),
@@ -122,7 +122,7 @@ def _replay(pdf: pd.DataFrame) -> pd.DataFrame:
             else:
                 event, detail = "snapshot_state", f"state from snapshot: leader {new['leader']}, epoch {new['leader_epoch']}, ISR {new['isr']}"
             rows.append({**base, **_state_cols(new), "partition": p, "event": event, "detail": detail,
-                         **_prev_cols(prev)})
+                         "election": None, "clean": None, **_prev_cols(prev)})
             continue
         # PARTITION_CHANGE_RECORD: merge (PartitionRegistration.merge)
         if prev is None:
@@ -139,19 +139,33 @@ def _replay(pdf: pd.DataFrame) -> pd.DataFrame:
         if new["partition_epoch"] is not None:
             new["partition_epoch"] += 1
         election = clean = None
+        bump = leader != NO_LEADER_CHANGE and leader == prev["leader"]  # an epoch bump, not an election
         if leader != NO_LEADER_CHANGE:
             new["leader"] = leader
             if new["leader_epoch"] is not None:
                 new["leader_epoch"] += 1
-            if leader == -1:
+            if bump:
+                pass
+            elif leader == -1:
                 election = "offline"
             else:
+                # Since metadata.version 3.2 an unclean election always sets RECOVERING. The ISR
+                # test is the fallback for older logs, and never for a record that also changes the
+                # replicas: a finished reassignment elects a replica that joins the ISR in the same
+                # record (PartitionReassignmentReplicas), which the previous ISR cannot show.
                 outside = leader not in (prev["isr"] or []) and leader not in (prev["elr"] or [])
-                known = prev["isr"] is not None
+                known = prev["isr"] is not None and data.get("replicas") is None
                 clean = not (lrs == RECOVERING or (known and outside))
                 election = "clean" if clean else "unclean"
         state[p] = new
-        if election is not None:
+        if prev["leader_recovery_state"] == RECOVERING and new["leader_recovery_state"] == 0 and election is None:
+            event, detail = "leader_recovered", "leader recovered after an unclean election (RECOVERING → RECOVERED)" + (
+                f", ISR {prev['isr']} → {new['isr']}" if new["isr"] != prev["isr"] else "")
+        elif bump:
+            event = "leader_epoch_bump"
+            detail = f"leader {leader} kept, epoch bumped to {new['leader_epoch']}" + (
+                f", ISR {prev['isr']} → {new['isr']}" if new["isr"] != prev["isr"] else "")
+        elif election is not None:
             event = "leader_change"
             detail = (f"leader {prev['leader']} → {new['leader']} (epoch {new['leader_epoch']})"
                       + (", no leader: partition offline" if election == "offline" else "")
@@ -161,8 +175,6 @@ def _replay(pdf: pd.DataFrame) -> pd.DataFrame:
         elif new["isr"] != prev["isr"]:
             event = "isr_change"
             detail = f"ISR {prev['isr']} → {new['isr']}"
-        elif prev["leader_recovery_state"] == RECOVERING and new["leader_recovery_state"] == 0:
-            event, detail = "leader_recovered", "leader recovered after an unclean election (RECOVERING → RECOVERED)"
         elif new["replicas"] != prev["replicas"]:
             event, detail = "replicas_change", f"replicas {prev['replicas']} → {new['replicas']}"
         else:

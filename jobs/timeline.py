@@ -98,8 +98,10 @@ def build(meta_events: DataFrame, broker_events: DataFrame, lineage: DataFrame, 
         nme, topic=F.col("topic"), partition=F.col("partition"), time=F.col("time"), source=F.lit("metadata"), node=F.col("node"),
         event=F.col("event"), detail=F.col("detail"), path=F.col("path"), position=F.col("batch_position"), seq=F.col("meta_offset"),
     ))
-    last = consumer.where(~F.col("tombstone") & (F.col("record_type") == "offset_commit") & F.col("committed_offset").isNotNull())
-    last = last.groupBy("group", "topic", "partition").agg(F.max_by(F.struct("committed_offset", "commit_timestamp", "path", "offset", "broker"), "offset").alias("c"))
+    last = consumer.where(F.col("record_type") == "offset_commit")
+    last = last.groupBy("group", "topic", "partition").agg(
+        F.max_by(F.struct("committed_offset", "commit_timestamp", "path", "offset", "broker", "tombstone"), "offset").alias("c")
+    ).where(~F.col("c.tombstone") & F.col("c.committed_offset").isNotNull())
     parts.append(_select(
         last, topic=F.col("topic"), partition=F.col("partition"),
         time=F.when(F.col("c.commit_timestamp") >= 0, F.timestamp_millis("c.commit_timestamp")), source=F.lit("consumer_offsets"),

@@ -57,7 +57,9 @@ def story(spark, tmp_path_factory):
     ])
     write_partition(root / "broker-1" / "__transaction_state-0", [
         BatchSpec(0, (txn("orders-tx", 4000, 1, "cf", [2], ts, ts, 60_000),)),  # Ongoing since long before collection
-        BatchSpec(1, (txn("done-tx", 4001, 1, "cf", [1], ts, ts, 60_000), txn("done-tx", 4001, 4, "cf", [1], ts, ts + 5, 60_000))),
+        # the coordinator went on working for an hour: its own clock says orders-tx is long overdue
+        BatchSpec(1, (txn("done-tx", 4001, 1, "cf", [1], ts + 3_600_000, ts + 3_600_000, 60_000),
+                      txn("done-tx", 4001, 4, "cf", [1], ts + 3_600_000, ts + 3_600_005, 60_000))),
     ])
     hw, to = leo["cf-2"], leo["cf-2"] - 50
     log = root / "server-logs" / "node-3-server.log"

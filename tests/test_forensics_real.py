@@ -221,7 +221,7 @@ def test_report_shows_each_partition_timeline_in_order(analyzed, name):
         rows = data.timeline[key]
         times = [r["time"] for r in rows if r["time"] is not None]
         assert times == sorted(times) and len(times) >= 5
-        meta = [r["seq"] for r in rows if r["source"] == "metadata" and r["event"] in ("partition_created", "leader_change", "isr_change")]
+        meta = [r["seq"] for r in rows if r["source"] == "metadata" and r["node"] is None]  # partition events, not broker ones
         want = [h["meta_offset"] for h in gt["leadership_history"] if (h.get("topic"), h.get("partition")) == key]
         assert [m for m in meta if m in want] == want
     html = (out / "report.html").read_text(encoding="utf-8")
