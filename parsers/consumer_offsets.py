@@ -305,6 +305,13 @@ def decode_records(records: pa.Table) -> tuple[pa.Table, list[Problem]]:
 
     Never raises on bad bytes: a record that cannot be read keeps its raw hex and adds an
     ``invalid_record`` problem at its byte position."""
+    return decode_keyed_records(records, decode_record, CONSUMER_OFFSETS_SCHEMA, "__consumer_offsets")
+
+
+def decode_keyed_records(records: pa.Table, decode_one, schema: pa.Schema, topic: str) -> tuple[pa.Table, list[Problem]]:
+    """The record loop both coordinator topics share: ``decode_one(key, value) -> (row, damage)``
+    per data record (control records skipped), the record's place added to its row, and one
+    ``invalid_record`` problem per damaged record at its byte position."""
     keys = records.column("key").to_pylist()
     values = records.column("value").to_pylist()
     control = records.column("control_type").to_pylist()
@@ -317,9 +324,9 @@ def decode_records(records: pa.Table) -> tuple[pa.Table, list[Problem]]:
     for i, (key, value) in enumerate(zip(keys, values, strict=True)):
         if control[i] is not None:
             continue
-        row, damage = decode_record(key, value)
+        row, damage = decode_one(key, value)
         row["batch_position"], row["offset"], row["timestamp"] = batches[i], offsets[i], stamps[i]
         rows.append(row)
         if damage:
-            problems.append(Problem(positions[i], INVALID_RECORD, f"__consumer_offsets record at offset {offsets[i]}: {damage}"))
-    return pa.Table.from_pylist(rows, schema=CONSUMER_OFFSETS_SCHEMA), problems
+            problems.append(Problem(positions[i], INVALID_RECORD, f"{topic} record at offset {offsets[i]}: {damage}"))
+    return pa.Table.from_pylist(rows, schema=schema), problems

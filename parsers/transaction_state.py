@@ -32,7 +32,7 @@ from __future__ import annotations
 import pyarrow as pa
 
 from .common import Problem
-from .consumer_offsets import INVALID_RECORD, raw_hex, record_position, version_prefix
+from .consumer_offsets import decode_keyed_records, raw_hex, version_prefix
 from .kafka_messages import F, Message, MessageError, decode
 
 STATUS_NAMES = (
@@ -180,21 +180,4 @@ def decode_records(records: pa.Table) -> tuple[pa.Table, list[Problem]]:
 
     Never raises on bad bytes: a record that cannot be read keeps its raw hex and adds an
     ``invalid_record`` problem at its byte position."""
-    keys = records.column("key").to_pylist()
-    values = records.column("value").to_pylist()
-    control = records.column("control_type").to_pylist()
-    offsets = records.column("offset").to_pylist()
-    batches = records.column("batch_position").to_pylist()
-    stamps = records.column("timestamp").to_pylist()
-    positions = record_position(records)
-    rows: list[dict] = []
-    problems: list[Problem] = []
-    for i, (key, value) in enumerate(zip(keys, values, strict=True)):
-        if control[i] is not None:
-            continue
-        row, damage = decode_record(key, value)
-        row["batch_position"], row["offset"], row["timestamp"] = batches[i], offsets[i], stamps[i]
-        rows.append(row)
-        if damage:
-            problems.append(Problem(positions[i], INVALID_RECORD, f"__transaction_state record at offset {offsets[i]}: {damage}"))
-    return pa.Table.from_pylist(rows, schema=TRANSACTIONS_SCHEMA), problems
+    return decode_keyed_records(records, decode_record, TRANSACTIONS_SCHEMA, "__transaction_state")
