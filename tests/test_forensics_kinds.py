@@ -64,6 +64,12 @@ def zoo(spark, tmp_path_factory):
     write_broker_dir(data / "broker-2", 2, "ZooClusterAAAAAAAAAAAA", directory_id=None, partitions=b2,
                      hw={("tid", 0): 20, ("ok", 0): 50}, recovery_points={("tid", 0): 20, ("ok", 0): 50},
                      log_starts={("tid", 0): 0, ("ok", 0): 0}, clean_shutdown=True)
+    # jbod: broker 4 has two log dirs (same meta.properties) and neither has .kafka_cleanshutdown
+    for log_dir, topic in (("data-a", "jbod-a"), ("data-b", "jbod-b")):
+        k = (topic, 0)
+        write_broker_dir(data / "broker-4" / log_dir, 4, "ZooClusterAAAAAAAAAAAA", directory_id=None,
+                         partitions={k: PartitionSpec(batches(0, 19))}, hw={k: 20}, recovery_points={k: 10},
+                         log_starts={k: 0}, clean_shutdown=False)
     write_broker_dir(data / "broker-3", 3, "AnotherClusterBBBBBBBB", directory_id=None, partitions={("other", 0): PartitionSpec(batches(0, 9))},
                      hw={("other", 0): 10}, recovery_points={("other", 0): 10}, log_starts={("other", 0): 0}, clean_shutdown=True)
 
@@ -97,6 +103,7 @@ EXPECTED = {
     ("hanging_transaction", "hang"),
     ("topic_id_mismatch", "tid"),
     ("cluster_id_mismatch", None),
+    ("unclean_shutdown", None),
 }
 
 
@@ -124,5 +131,15 @@ def test_offsets_and_brokers_of_each_finding(zoo):
     crc = one(zoo, "crc_mismatch")
     assert crc["brokers"] == [1] and crc["evidence"][0]["path"].endswith("crc-0/00000000000000000000.log")
     assert one(zoo, "topic_id_mismatch")["brokers"] == [1, 2]
-    assert one(zoo, "cluster_id_mismatch")["brokers"] == [1, 2, 3]
+    assert one(zoo, "cluster_id_mismatch")["brokers"] == [1, 2, 3, 4]
     assert zoo["summary"]["records_lost"] == 0
+
+
+def test_a_jbod_broker_stopped_uncleanly_is_one_finding_naming_both_log_dirs(zoo):
+    f = one(zoo, "unclean_shutdown")
+    assert f["brokers"] == [4]
+    marker = [e["path"] for e in f["evidence"] if "no .kafka_cleanshutdown" in e["detail"]]
+    assert marker == ["broker-4/data-a", "broker-4/data-b"]
+    assert "broker-4/data-a" in f["explanation"] and "broker-4/data-b" in f["explanation"]
+    details = " ".join(e["detail"] for e in f["evidence"])
+    assert "jbod-a-0: recovery point 10 behind LEO 20" in details and "jbod-b-0: recovery point 10 behind LEO 20" in details
