@@ -52,7 +52,9 @@ def parser_summary(path: Path) -> dict:
 
 def _finding_line(f: dict) -> str:
     where = f"{f['topic']}-{f['partition']}" if f["topic"] is not None else "broker"
-    span = f" offsets {f['first_offset']}..{f['last_offset']} ({f['records']} records)" if f["last_offset"] is not None else ""
+    span = f" offsets {f['first_offset']}..{f['last_offset']}" if f["last_offset"] is not None else ""
+    if span and f["records"] is not None:  # a range without a count (e.g. leader_epoch_conflict) shows offsets only
+        span += f" ({f['records']} records)"
     return f"    {f['severity']:<7} {f['kind']:<24} {where:<14} brokers {f['brokers']}{span}"
 
 
