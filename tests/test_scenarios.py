@@ -10,7 +10,7 @@ from collections import defaultdict
 from pathlib import Path
 
 import pytest
-from conftest import SHARED, read_jsonl
+from conftest import REPO, SHARED, read_jsonl
 from kafka_dump_log import parse_dump_text
 
 from parsers.files import detect, parse_path
@@ -214,3 +214,17 @@ def test_demo_shows_a_range_without_a_record_count_as_offsets_only(tmp_path, mon
     [line] = [line for line in out.getvalue().splitlines() if f" {f['kind']} " in line]
     assert line.endswith(f"offsets {f['first_offset']}..{f['last_offset']}")
     assert "None" not in out.getvalue()
+
+
+def test_the_demo_default_output_folder_is_ignored_by_git():
+    """``kafka-forensics demo`` run from a checkout writes its default --out there: git must not offer it."""
+    import subprocess
+
+    import typer
+
+    from analyzer.cli import app
+
+    [out] = [p for p in typer.main.get_command(app).commands["demo"].params if p.name == "out"]
+    probe = f"{out.default}/some-scenario/broker-1/meta.properties"
+    result = subprocess.run(["git", "-C", str(REPO), "check-ignore", "--no-index", "-q", probe], capture_output=True)
+    assert result.returncode == 0, f"{out.default}/ is not in .gitignore"
