@@ -4,6 +4,7 @@ figures valid for Plotly, data from disk escaped, clean partitions lazy, atomic 
 from __future__ import annotations
 
 import json
+import re
 import time
 from html.parser import HTMLParser
 from pathlib import Path
@@ -212,3 +213,16 @@ def test_thousands_of_partitions_stay_light(tmp_path):
     assert not any(t == "div" and "plotly" in (a.get("class") or "") for t, a in p.tags)  # nothing drawn eagerly
     assert elapsed < 60, elapsed
     assert size < 5_000_000 + n * 2_000, size
+
+
+def _badges(html: str) -> list[str]:
+    return re.findall(r'<span class="badge sev-[a-z]+">([^<]*)</span>', html)
+
+
+def test_badges_count_in_words(tmp_path):
+    """'2 errors', '1 warning', 'no warnings': not '2 error' / '0 warning'."""
+    full = _badges(write_html(make_out_dir(tmp_path / "full")).read_text(encoding="utf-8"))
+    assert full[:4] == ["2 errors", "2 warnings", "1 info", "812 records lost"]  # the overview
+    assert {"2 errors", "1 warning", "1 info"} <= set(full[4:])  # partition sections: orders-0, cluster-wide, orders-1
+    infos = make_out_dir(tmp_path / "infos", findings=[f for f in FINDINGS if f["severity"] == "info"])
+    assert _badges(write_html(infos).read_text(encoding="utf-8"))[:3] == ["no errors", "no warnings", "1 info"]

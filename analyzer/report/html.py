@@ -31,7 +31,7 @@ from .data import (
     severity_of,
 )
 from .figures import num, text
-from .summary import evidence_line, finding_headline, problems_text, verdict
+from .summary import counted, evidence_line, finding_headline, problems_text, verdict
 from .timeline import Event, event_text, leader_epoch_text, time_text
 
 MAX_MANIFEST_ROWS = 20_000
@@ -43,13 +43,15 @@ EVENT_FIELDS = ("time", "source", "node", "event", "leader_epoch", "isr", "offse
 
 @cache
 def _environment() -> jinja2.Environment:
-    return jinja2.Environment(
+    env = jinja2.Environment(
         loader=jinja2.PackageLoader("analyzer.report", "templates"),
         autoescape=jinja2.select_autoescape(["html", "j2"], default=True),
         trim_blocks=True,
         lstrip_blocks=True,
         undefined=jinja2.StrictUndefined,
     )
+    env.filters["counted"] = counted  # {{ n|counted('error') }}: 'no errors', '1 error', '2 errors'
+    return env
 
 
 def _static(name: str) -> str:

@@ -34,6 +34,11 @@ def _plural(n: int, word: str) -> str:
     return f"{n} {word}" + ("" if n == 1 else "s")
 
 
+def counted(n: int, word: str) -> str:
+    """'no errors', '1 error', '2 errors': a count as a reader says it (badges, summary lines)."""
+    return f"no {word}s" if n == 0 else _plural(n, word)
+
+
 def loss_sentence(finding: dict[str, Any]) -> str:
     """'812 acknowledged records lost on orders-0, offsets 1000–1811, still held by broker 1'."""
     records = finding.get("records")

@@ -16,7 +16,7 @@ from rich.table import Table
 from rich.text import Text
 
 from .data import SEVERITIES, ReportData, findings_by_partition, human_bytes, overview, partition_name, severity_of
-from .summary import evidence_line, finding_headline, problems_text, verdict
+from .summary import counted, evidence_line, finding_headline, problems_text, verdict
 from .timeline import Event, alarming, event_text, evidence_text, time_text, where_text
 
 STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}
@@ -57,7 +57,7 @@ def _overview_table(data: ReportData) -> Table:
     if ov["problems"] is not None:
         table.add_row("Parser problems", problems_text(ov["problems"]))
     counts = ov["counts"]
-    table.add_row("Findings", " · ".join(f"{counts[s]} {s}{'s' if counts[s] != 1 else ''}" for s in SEVERITIES))
+    table.add_row("Findings", " · ".join(counted(counts[s], s) for s in SEVERITIES))
     return table
 
 
@@ -122,7 +122,7 @@ def _print_summary(console: Console, data: ReportData) -> None:
         if i == MAX_PARTITIONS:
             console.print(Text(f"… {len(groups) - MAX_PARTITIONS} more partitions with findings: see report.html", style="bold"))
             break
-        counts = [f"{n} {s}{'s' if n != 1 else ''}" for s in SEVERITIES if (n := sum(severity_of(f) == s for f in items))]
+        counts = [counted(n, s) for s in SEVERITIES if (n := sum(severity_of(f) == s for f in items))]
         console.print()
         console.print(Text.assemble((partition_name(key), "bold underline"), "  ", (" · ".join(counts), "dim")))
         for finding in items[:MAX_FINDINGS_PER_PARTITION]:
