@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -26,10 +26,32 @@ def fail(message: str) -> typer.Exit:
     return typer.Exit(2)
 
 
+# Options shared by several commands, declared once. Each command says what its --out holds; the
+# --format choices differ (the command checks them: exit 2 with one line, not click's usage block).
+def out_option(help: str) -> Any:
+    return Annotated[Path, typer.Option("--out", metavar="DIR", help=help)]
+
+
+def format_option(choices: tuple[str, ...], help: str) -> Any:
+    return Annotated[str, typer.Option("--format", metavar="|".join(choices), help=help)]
+
+
+OutDir = out_option("Output DIR: tables/, catalog/, run.json (replaced atomically).")
+AnalyzeOutDir = out_option("Output DIR: tables/, catalog/, run.json, findings.json, report.html (replaced atomically).")
+DemoOutDir = out_option("Where the scenario folders (broker dirs + ground_truth.json + ledger.jsonl) and _analysis/ go.")
+Master = Annotated[str, typer.Option("--master", metavar="URL", help="Spark master URL: local[*] (every core), local[2], spark://host:7077 ...")]
+REPORT_FORMATS = ("text", "json", "html")  # analyzer.report.FORMATS (not imported here: pandas is slow to load)
+SQL_FORMATS = ("table", "json", "csv")  # jobs.sql.FORMATS (not imported here: pyspark)
+ReportFormat = format_option(REPORT_FORMATS, "What to print: text (terminal summary), json (findings.json) or html "
+                                             "(the path of DIR/report.html).")
+SqlFormat = format_option(SQL_FORMATS, "table, json (JSON Lines) or csv.")
+
+
 @app.command()
 def dump(
-    file: Annotated[Path, typer.Argument(help="Any Kafka file: .log, .index, .timeindex, .txnindex, .snapshot, a checkpoint, leader-epoch-checkpoint, partition.metadata, meta.properties.")],
-    json: Annotated[bool, typer.Option("--json", help="JSON Lines on stdout (schemas in docs/contract).")] = False,
+    file: Annotated[Path, typer.Argument(metavar="FILE", help="Any Kafka file: .log, .index, .timeindex, .txnindex, .snapshot, a checkpoint, leader-epoch-checkpoint, partition.metadata, meta.properties.")],
+    json: Annotated[bool, typer.Option("--json", help='JSON Lines on stdout: one object per batch, record, entry or problem, with a "type"; '
+                                                          'its fields are the columns of the matching table in docs/tables.md.')] = False,
     records: Annotated[bool, typer.Option("--records", help="Segments: decode every record, not only batch headers.")] = False,
     payloads: Annotated[bool, typer.Option("--payloads", help="With --records: include key and value bytes (may hold personal data).")] = False,
     kind: Annotated[str | None, typer.Option("--kind", help="File kind, when the name does not tell (e.g. segment, offset_index, leader_epoch).")] = None,
@@ -47,14 +69,10 @@ def dump(
     raise typer.Exit(1 if found else 0)
 
 
-# shared option types (ingest, sql; analyze reuses them)
-OutDir = Annotated[Path, typer.Option("--out", help="Output directory: tables/, catalog/, run.json (replaced atomically).")]
-Master = Annotated[str, typer.Option("--master", help="Spark master URL: local[*], local[2], spark://host:7077 ...")]
-
 
 @app.command()
 def ingest(
-    inputs: Annotated[list[Path], typer.Argument(help="Folders of broker dirs, broker dirs, log dirs, or .tar/.tar.gz/.tgz/.tar.xz/.zip of them.")],
+    inputs: Annotated[list[Path], typer.Argument(metavar="INPUT", help="Folders of broker dirs, broker dirs, log dirs, or .tar/.tar.gz/.tgz/.tar.xz/.zip of them.")],
     out: OutDir,
     master: Master = "local[*]",
     payloads: Annotated[bool, typer.Option("--payloads", help="Keep record keys and values in the records table (may hold personal data).")] = False,
@@ -78,9 +96,9 @@ def ingest(
 
 @app.command()
 def sql(
-    out: Annotated[Path, typer.Argument(help="An output directory written by ingest or analyze.")],
-    query: Annotated[str | None, typer.Argument(help="A Spark SQL query; without it, an interactive prompt.")] = None,
-    format: Annotated[str, typer.Option("--format", help="table, json (JSON Lines) or csv.")] = "table",
+    out: Annotated[Path, typer.Argument(metavar="DIR", help="An output directory written by ingest or analyze.")],
+    query: Annotated[str | None, typer.Argument(metavar="QUERY", help="A Spark SQL query; without it, an interactive prompt.")] = None,
+    format: SqlFormat = "table",
     master: Master = "local[*]",
 ) -> None:
     """Query DIR's tables (brokers, files, batches, records, ...) with Spark SQL.
@@ -119,19 +137,22 @@ def _log_to_stderr() -> None:
 @app.command()
 def report(
     out: Annotated[Path, typer.Argument(metavar="DIR", help="An output directory written by analyze (findings.json, tables/).")],
-    format: Annotated[str, typer.Option("--format", help="text (terminal summary), json (findings.json) or html (the report).")] = "text",
+    format: ReportFormat = "text",
     fail_on: Annotated[str, typer.Option("--fail-on", help="Exit 1 when a finding is at or above this severity: error, warning or info.")] = "error",
+    output: Annotated[str | None, typer.Option("--output", "-o", metavar="FILE", help="With --format html: copy the report to FILE and "
+                                               "print that path instead; '-' prints the HTML itself to stdout.")] = None,
 ) -> None:
     """Re-render the report of an analyzed directory without re-parsing (no Spark needed).
 
-    Rewrites DIR/report.html and prints the chosen format.
+    Rewrites DIR/report.html and prints the chosen format (for html, the report's path: a report
+    is megabytes; -o - prints the HTML itself).
 
     Example: kafka-forensics report out/ --format text
     """
     from .report import ReportError, run_report
 
     try:
-        code = run_report(out, format, sys.stdout, fail_on)
+        code = run_report(out, format, sys.stdout, fail_on, output)
     except (ReportError, ValueError) as exc:
         raise fail(str(exc)) from None
     raise typer.Exit(code)
@@ -139,10 +160,10 @@ def report(
 
 @app.command()
 def analyze(
-    inputs: Annotated[list[Path], typer.Argument(help="Collected broker dirs, log dirs or archives of them (several allowed).")],
-    out: Annotated[Path, typer.Option("--out", help="Output DIR: tables/, catalog, findings.json, report.html (replaced atomically).")],
-    format: Annotated[str, typer.Option("--format", help="What to print: text (summary), json (findings.json) or html.")] = "text",
-    master: Annotated[str, typer.Option("--master", help="Spark master URL: local[*] (default) or spark://host:7077.")] = "local[*]",
+    inputs: Annotated[list[Path], typer.Argument(metavar="INPUT", help="Collected broker dirs, log dirs or archives of them (several allowed).")],
+    out: AnalyzeOutDir,
+    format: ReportFormat = "text",
+    master: Master = "local[*]",
     ledger: Annotated[Path | None, typer.Option("--ledger", help="JSON Lines of acknowledged records (topic, partition, offset, hashes).")] = None,
     fail_on: Annotated[str, typer.Option("--fail-on", help="Exit 1 when a finding is at or above: error, warning or info.")] = "error",
 ) -> None:
@@ -164,7 +185,7 @@ def analyze(
 
 @app.command()
 def demo(
-    out: Annotated[Path, typer.Option("--out", help="Where the scenario folders (broker dirs + ground_truth.json + ledger.jsonl) go.")] = Path("kafka-forensics-demo"),
+    out: DemoOutDir = Path("kafka-forensics-demo"),
     scenario: Annotated[list[str] | None, typer.Option("--scenario", help="A scenario name (repeatable); default: all of them.")] = None,
     seed: Annotated[int, typer.Option("--seed", help="Random seed: the same seed makes the same bytes.")] = 0,
     records: Annotated[int, typer.Option("--records", help="Records per partition (scale up for benchmarks).")] = 300,

@@ -93,10 +93,29 @@ def test_json_format_is_findings_json(out_dir):
     assert json.loads(buf.getvalue()) == json.loads((out_dir / "findings.json").read_text())
 
 
-def test_html_format_prints_the_report_when_piped(out_dir):
+def test_html_format_prints_the_reports_path_not_megabytes_of_html(out_dir):
     buf = io.StringIO()
     assert run_report(out_dir, "html", buf) == 1
-    assert buf.getvalue() == (out_dir / "report.html").read_text(encoding="utf-8")
+    assert buf.getvalue() == f"{out_dir / 'report.html'}\n"
+
+
+def test_report_html_output_dash_is_the_html_on_stdout_and_a_file_gets_a_copy(out_dir, tmp_path):
+    runner = CliRunner()
+    result = runner.invoke(app, ["report", str(out_dir), "--format", "html", "-o", "-"])
+    assert result.exit_code == 1, result.output
+    assert result.stdout == (out_dir / "report.html").read_text(encoding="utf-8")
+    copy = tmp_path / "incident.html"
+    result = runner.invoke(app, ["report", str(out_dir), "--format", "html", "--output", str(copy)])
+    assert result.exit_code == 1, result.output
+    assert result.stdout == f"{copy}\n"
+    assert copy.read_text(encoding="utf-8") == (out_dir / "report.html").read_text(encoding="utf-8")
+
+
+@pytest.mark.parametrize("args", [["--format", "text", "-o", "-"], ["--format", "html", "-o", "/nonexistent-dir/x.html"]])
+def test_report_output_misuse_is_one_line_and_exit_2(out_dir, args):
+    result = CliRunner().invoke(app, ["report", str(out_dir), *args])
+    assert result.exit_code == 2
+    assert result.stdout == "" and result.stderr.startswith("kafka-forensics: ") and result.stderr.count("\n") == 1
 
 
 def test_report_command_exit_codes(out_dir, tmp_path):

@@ -3,9 +3,10 @@ JSON on stdout, or a self-contained report.html, without Spark, so ``report DIR`
 
 API used by the CLI and by ``analyze``:
 - ``write_html(out_dir) -> Path``: (re)write DIR/report.html atomically.
-- ``render(out_dir, fmt, stream)``: print the chosen format (text | json | html) to ``stream``.
+- ``render(out_dir, fmt, stream, output=None)``: print the chosen format (text | json | html) to
+  ``stream``; for html the report's path, or with ``output="-"`` the HTML itself.
 - ``exit_code(findings, fail_on) -> int``: the contract's 0/1 by severity threshold.
-- ``run_report(out_dir, fmt, stream, fail_on) -> int``: all three, as ``report DIR`` does.
+- ``run_report(out_dir, fmt, stream, fail_on, output=None) -> int``: all three, as ``report DIR`` does.
 """
 
 from __future__ import annotations
@@ -63,12 +64,21 @@ def write_html(out_dir: Path | str, data: ReportData | None = None, shown_dir: P
     return path
 
 
-def render(out_dir: Path | str, fmt: str, stream: TextIO | None = None, data: ReportData | None = None) -> None:
-    """Print DIR in ``fmt``: text (rich summary), json (findings.json as is), html (the report; on a
-    terminal only its path, since a megabyte of HTML helps nobody there). Writes nothing except
-    report.html for ``html`` when it does not exist yet."""
+def _check_format(fmt: str, output: str | None) -> None:
+    """Bad usage, before anything is read or written."""
     if fmt not in FORMATS:
         raise ValueError(f"--format must be one of {', '.join(FORMATS)}, not {fmt!r}")
+    if output is not None and fmt != "html":
+        raise ValueError(f"--output applies to --format html only, not {fmt}")
+
+
+def render(out_dir: Path | str, fmt: str, stream: TextIO | None = None, data: ReportData | None = None,
+           output: str | None = None) -> None:
+    """Print DIR in ``fmt``: text (rich summary), json (findings.json as is), html (the path of
+    DIR/report.html, written when it does not exist yet). A report is megabytes (plotly.js is
+    inlined), so its HTML goes to ``stream`` only when asked with ``output="-"``; another
+    ``output`` gets a copy of the report and its path is printed instead."""
+    _check_format(fmt, output)
     stream = stream or sys.stdout
     out_dir = Path(out_dir)
     if fmt == "json":
@@ -88,20 +98,32 @@ def render(out_dir: Path | str, fmt: str, stream: TextIO | None = None, data: Re
     path = out_dir / "report.html"
     if not path.exists():
         write_html(out_dir, data)
-    if hasattr(stream, "isatty") and stream.isatty():
-        stream.write(f"{path}\n")
-    else:
+    if output == "-":
         stream.write(path.read_text(encoding="utf-8"))
+        return
+    if output is not None:
+        path = _copy(path, Path(output))
+    stream.write(f"{path}\n")
 
 
-def run_report(out_dir: Path | str, fmt: str = "text", stream: TextIO | None = None, fail_on: str = "error") -> int:
-    """What ``report DIR`` (and the end of ``analyze``) does: rewrite report.html, print ``fmt``,
-    return the exit code for ``fail_on``. Raises ReportError/ValueError for unusable input."""
+def _copy(report: Path, dest: Path) -> Path:
+    """The report copied to ``dest`` (atomically); an unwritable ``dest`` is bad usage."""
+    try:
+        _atomic_write(dest, report.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise ReportError(f"{dest}: cannot write the report: {exc.strerror or exc}") from None
+    return dest
+
+
+def run_report(out_dir: Path | str, fmt: str = "text", stream: TextIO | None = None, fail_on: str = "error",
+               output: str | None = None) -> int:
+    """What ``report DIR`` (and the end of ``analyze``) does: rewrite report.html, print ``fmt``
+    (``output``: see ``render``), return the exit code for ``fail_on``. Raises ReportError/ValueError
+    for unusable input."""
     if fail_on not in SEVERITY_RANK:
         raise ValueError(f"--fail-on must be one of {', '.join(FAIL_ON)}, not {fail_on!r}")
-    if fmt not in FORMATS:
-        raise ValueError(f"--format must be one of {', '.join(FORMATS)}, not {fmt!r}")
+    _check_format(fmt, output)
     data = load(out_dir)
     write_html(out_dir, data)
-    render(out_dir, fmt, stream, data)
+    render(out_dir, fmt, stream, data, output)
     return exit_code(data.findings, fail_on)
