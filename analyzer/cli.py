@@ -45,6 +45,8 @@ SQL_FORMATS = ("table", "json", "csv")  # jobs.sql.FORMATS (not imported here: p
 ReportFormat = format_option(REPORT_FORMATS, "What to print: text (terminal summary), json (findings.json) or html "
                                              "(the path of DIR/report.html).")
 SqlFormat = format_option(SQL_FORMATS, "table, json (JSON Lines) or csv.")
+FailOn = Annotated[str, typer.Option("--fail-on", metavar="error|warning|info",
+                                     help="Exit 1 when a finding is at or above this severity.")]
 
 
 @app.command()
@@ -67,7 +69,6 @@ def dump(
     except dump_mod.DumpError as exc:
         raise fail(str(exc)) from None
     raise typer.Exit(1 if found else 0)
-
 
 
 @app.command()
@@ -138,7 +139,7 @@ def _log_to_stderr() -> None:
 def report(
     out: Annotated[Path, typer.Argument(metavar="DIR", help="An output directory written by analyze (findings.json, tables/).")],
     format: ReportFormat = "text",
-    fail_on: Annotated[str, typer.Option("--fail-on", help="Exit 1 when a finding is at or above this severity: error, warning or info.")] = "error",
+    fail_on: FailOn = "error",
     output: Annotated[str | None, typer.Option("--output", "-o", metavar="FILE", help="With --format html: copy the report to FILE and "
                                                "print that path instead; '-' prints the HTML itself to stdout.")] = None,
 ) -> None:
@@ -165,7 +166,7 @@ def analyze(
     format: ReportFormat = "text",
     master: Master = "local[*]",
     ledger: Annotated[Path | None, typer.Option("--ledger", help="JSON Lines of acknowledged records (topic, partition, offset, hashes).")] = None,
-    fail_on: Annotated[str, typer.Option("--fail-on", help="Exit 1 when a finding is at or above: error, warning or info.")] = "error",
+    fail_on: FailOn = "error",
 ) -> None:
     """The main command: ingest every broker, run the forensic jobs, write findings.json and report.html.
 

@@ -10,6 +10,7 @@ import typer
 from conftest import REPO
 
 from analyzer import cli, cli_doc
+from analyzer.report import FAIL_ON
 from analyzer.report import FORMATS as REPORT_FORMATS
 
 
@@ -35,7 +36,7 @@ def _option(cmd, flag: str):
 
 
 def test_shared_options_are_one_declaration():
-    """--master reads the same everywhere; --out is a DIR; --format shows the choices the command accepts."""
+    """--master reads the same everywhere; --out is a DIR; --format and --fail-on show the choices the command accepts."""
     from jobs.sql import FORMATS as SQL_FORMATS
 
     cmds = _commands()
@@ -47,6 +48,8 @@ def test_shared_options_are_one_declaration():
     accepted = {"analyze": REPORT_FORMATS, "report": REPORT_FORMATS, "sql": SQL_FORMATS}
     shown = {name: _option(c, "--format").metavar for name, c in cmds.items() if _option(c, "--format")}
     assert shown == {name: "|".join(formats) for name, formats in accepted.items()}
+    fail_on = {name: _option(c, "--fail-on").metavar for name, c in cmds.items() if _option(c, "--fail-on")}
+    assert fail_on == {"analyze": "|".join(FAIL_ON), "report": "|".join(FAIL_ON)}
 
 
 def test_docs_named_by_the_help_and_the_readme_exist():
