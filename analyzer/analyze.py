@@ -1,6 +1,6 @@
 """``analyze``: ingest + forensic jobs + report in one run, into DIR atomically.
 
-Everything is built in a sibling of DIR (``jobs.outdir.staged_output``) and swapped in at the
+Everything is built in a sibling of DIR (``jobs.store.outdir.staged_output``) and swapped in at the
 end, so a run killed at any point leaves the previous DIR whole. The Spark SQL catalog is
 registered after the swap (it stores absolute locations), in the same process.
 """
@@ -37,11 +37,13 @@ def build(inputs: list[Path], out: Path, ledger: Path | None = None, master: str
     """Ingest, run the jobs and write findings.json + report.html into DIR; return findings.json's
     document. ``spark``: an existing session to reuse (tests); otherwise one is started and stopped.
     ``register_catalog=False`` leaves the catalog to be built on first ``sql`` use (tests)."""
-    from jobs import catalog, forensics, run_ingest
-    from jobs.findings import document, write_json
-    from jobs.ingest import ingest
-    from jobs.outdir import staged_output
-    from jobs.spark import get_session
+    from jobs.findings import run as forensics
+    from jobs.findings.model import document, write_json
+    from jobs.ingest import run as run_ingest
+    from jobs.ingest.pipeline import ingest
+    from jobs.store import catalog
+    from jobs.store.outdir import staged_output
+    from jobs.store.spark import get_session
 
     from .report import write_html
 
@@ -75,7 +77,7 @@ def build(inputs: list[Path], out: Path, ledger: Path | None = None, master: str
         # One JVM pins one catalog: the caller's session stays; register in a fresh process.
         import subprocess
 
-        subprocess.run([sys.executable, "-m", "jobs.catalog", str(out)], check=False, capture_output=True)
+        subprocess.run([sys.executable, "-m", "jobs.store.catalog", str(out)], check=False, capture_output=True)
     return doc
 
 

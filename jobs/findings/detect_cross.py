@@ -17,7 +17,7 @@ from collections import defaultdict
 from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
-from .findings import Evidence, Finding
+from jobs.findings.model import Evidence, Finding
 
 
 def last_epoch(r) -> int:

@@ -26,8 +26,9 @@ import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import types as T
 
+from jobs.store.tables import ALL_TABLES, BROKERS, PARTITION_BY, SCHEMAS, schema_of
+
 from . import discover as disc
-from .tables import ALL_TABLES, BROKERS, PARTITION_BY, SCHEMAS, schema_of
 
 log = logging.getLogger(__name__)
 
@@ -143,7 +144,7 @@ def _parse_stage(payloads: bool, files_acc, bytes_acc, parse_acc):
     """The mapInArrow function of step 3 (a closure Spark ships to the executors)."""
 
     def run(batches):
-        from jobs.parse_tasks import STAGE_SCHEMA, run_task
+        from jobs.ingest.tasks import STAGE_SCHEMA, run_task
 
         for batch in batches:
             for task in batch.to_pylist():
@@ -165,8 +166,8 @@ def _parse_stage(payloads: bool, files_acc, bytes_acc, parse_acc):
 
 def _decoder(name: str, payloads: bool):
     def run(batches):
-        from jobs.parse_tasks import from_ipc
-        from jobs.tables import schema_of
+        from jobs.ingest.tasks import from_ipc
+        from jobs.store.tables import schema_of
 
         schema = schema_of(name, payloads)
         for batch in batches:
@@ -226,7 +227,7 @@ def ingest(spark: SparkSession, inputs: list[Path], work_dir: Path, payloads: bo
     ``work_dir`` is the staging directory of ``outdir.staged_output``; no catalog is touched here
     (the catalog is registered after the swap, see catalog.py).
     """
-    from .progress import Progress
+    from jobs.ingest.progress import Progress
 
     t0 = time.monotonic()
     work_dir = Path(work_dir)
@@ -248,7 +249,7 @@ def ingest(spark: SparkSession, inputs: list[Path], work_dir: Path, payloads: bo
         if tasks:
             rdd = sc.parallelize([(t["task"], t["bytes"], t["files"]) for t in tasks], len(tasks))
             task_df = spark.createDataFrame(rdd, TASK_SCHEMA)
-            from .parse_tasks import STAGE_SCHEMA
+            from jobs.ingest.tasks import STAGE_SCHEMA
 
             staged = task_df.mapInArrow(_parse_stage(payloads, files_acc, bytes_acc, parse_acc), _spark_schema(STAGE_SCHEMA))
             staged.write.mode("overwrite").option("compression", "none").partitionBy("table").parquet(str(stage))
@@ -275,7 +276,7 @@ def ingest(spark: SparkSession, inputs: list[Path], work_dir: Path, payloads: bo
         [[b[f.name] for f in BROKERS] for b in brokers], _spark_schema(BROKERS))
     write_table(brokers_df.coalesce(1), work_dir, "brokers")
     if problems:
-        from .parse_tasks import problem_rows
+        from jobs.ingest.tasks import problem_rows
 
         extra = pa.concat_tables([
             problem_rows({"broker": None, "log_dir": None, "topic": None, "partition": None, "dir_state": None, "path": p["path"]},

@@ -25,7 +25,7 @@ from __future__ import annotations
 from collections import defaultdict
 from datetime import datetime
 
-from .findings import Evidence, Finding
+from jobs.findings.model import Evidence, Finding
 
 OPEN_TXN = ("Ongoing", "PrepareCommit", "PrepareAbort", "PrepareEpochFence")
 

@@ -13,20 +13,13 @@ from pathlib import Path
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from . import (
-    compare,
-    detect_cross,
-    detect_history,
-    detect_replica,
-    epoch_lineage,
-    metadata,
-    offset_ranges,
-    replica_logs,
-    timeline,
-)
-from .findings import FINDINGS_SCHEMA, Finding, finalize, to_rows
-from .ingest import read_table, write_table
-from .ledger import ledger_lost_offsets, lost_ledger_rows, read_ledger, record_view
+from jobs.history import metadata, timeline
+from jobs.ingest.pipeline import read_table, write_table
+from jobs.replicas import compare, epoch_lineage, offset_ranges, replica_logs
+from jobs.replicas.ledger import ledger_lost_offsets, lost_ledger_rows, read_ledger, record_view
+
+from . import detect_cross, detect_history, detect_replica
+from .model import FINDINGS_SCHEMA, Finding, finalize, to_rows
 
 log = logging.getLogger(__name__)
 

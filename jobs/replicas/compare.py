@@ -17,7 +17,7 @@ from __future__ import annotations
 from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
-from .replica_logs import live_segment_batches
+from jobs.replicas.replica_logs import live_segment_batches
 
 PAIR = ["topic", "partition", "broker_a", "broker_b"]
 BATCH_COLS = ["path", "position", "partition_leader_epoch", "producer_id", "producer_epoch", "base_sequence", "is_transactional",

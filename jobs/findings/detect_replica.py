@@ -14,8 +14,8 @@ from collections import defaultdict
 from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
-from .findings import Evidence, Finding
-from .replica_logs import live_segment_batches
+from jobs.findings.model import Evidence, Finding
+from jobs.replicas.replica_logs import live_segment_batches
 
 # Transaction timeout Kafka allows at most by default (transaction.max.timeout.ms): a transaction
 # open longer than this against the partition's newest data should have been aborted.
