@@ -17,7 +17,8 @@ import pyspark
 import pytest
 from conftest import REAL
 
-from jobs.ingest.pipeline import ingest, read_table
+from jobs.ingest.pipeline import ingest
+from jobs.store.io import read_table
 from jobs.store.tables import ALL_TABLES
 
 SPARK_HOME = Path(pyspark.__file__).parent

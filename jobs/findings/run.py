@@ -14,9 +14,9 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from jobs.history import metadata, timeline
-from jobs.ingest.pipeline import read_table, write_table
 from jobs.replicas import compare, epoch_lineage, offset_ranges, replica_logs
 from jobs.replicas.ledger import ledger_lost_offsets, lost_ledger_rows, read_ledger, record_view
+from jobs.store.io import read_table, write_table
 
 from . import detect_cross, detect_history, detect_replica
 from .model import FINDINGS_SCHEMA, Finding, finalize, to_rows

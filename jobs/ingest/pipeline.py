@@ -23,10 +23,11 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import pyarrow as pa
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import SparkSession
 from pyspark.sql import types as T
 
-from jobs.store.tables import ALL_TABLES, BROKERS, PARTITION_BY, SCHEMAS, schema_of
+from jobs.store.io import read_table, table_path, write_empty, write_table
+from jobs.store.tables import BROKERS, PARTITION_BY, SCHEMAS, schema_of
 
 from . import discover as disc
 
@@ -63,45 +64,6 @@ class IngestResult:
     rows: dict[str, int] = field(default_factory=dict)
     seconds: dict[str, float] = field(default_factory=dict)
     problems: int = 0
-
-
-def table_path(out: Path, name: str) -> Path:
-    """Where table ``name`` lives in an output DIR (or a staging dir)."""
-    return Path(out) / "tables" / name
-
-
-def read_table(spark: SparkSession, out: Path, name: str) -> DataFrame:
-    """Table ``name`` of an output DIR, without needing the catalog (an empty table if absent)."""
-    path = table_path(out, name)
-    if not path.is_dir() or not (any(path.glob("*.parquet")) or any(path.glob("*=*"))):
-        if name in ALL_TABLES:
-            from pyspark.sql.pandas.types import from_arrow_schema
-
-            return spark.createDataFrame([], from_arrow_schema(schema_of(name)))
-        raise FileNotFoundError(f"no table {name!r} in {out}")
-    return spark.read.parquet(str(path))
-
-
-def write_table(df: DataFrame, out: Path, name: str, partition_by: list[str] | None = None) -> Path:
-    """Write ``df`` as table ``name`` (Parquet, overwrite) under ``out/tables/``; used for job outputs too."""
-    path = table_path(out, name)
-    writer = df.write.mode("overwrite")
-    if partition_by:
-        writer = writer.partitionBy(*partition_by)
-    writer.parquet(str(path))
-    return path
-
-
-def write_empty(out: Path, name: str, schema: pa.Schema) -> Path:
-    """An empty table that still carries its schema (Spark cannot infer one from no files), so
-    readers, the catalog and spark-sql see every table even when no input file fed it."""
-    import pyarrow.parquet as pq
-
-    path = table_path(out, name)
-    shutil.rmtree(path, ignore_errors=True)
-    path.mkdir(parents=True)
-    pq.write_table(schema.empty_table(), path / "part-00000-empty.parquet")
-    return path
 
 
 def group_bytes_for(total_bytes: int, parallelism: int) -> int:
