@@ -85,11 +85,13 @@ def run_analyze(inputs: list[Path], out: Path, fmt: str = "text", ledger: Path |
                 fail_on: str = "error", stream: TextIO | None = None, progress: bool = True, spark=None,
                 register_catalog: bool = True) -> int:
     """The ``analyze`` command: returns the contract's exit code (0 clean, 1 findings ≥ fail_on)."""
+    from jobs.findings.severity import SEVERITIES
+
     from .report import exit_code, render
 
     if fmt not in ("text", "json", "html"):
         raise AnalyzeError(f"--format must be text, json or html, not {fmt!r}")
-    if fail_on not in ("error", "warning", "info"):
+    if fail_on not in SEVERITIES:
         raise AnalyzeError(f"--fail-on must be error, warning or info, not {fail_on!r}")
     doc = build(inputs, out, ledger=ledger, master=master, progress=progress, spark=spark, register_catalog=register_catalog)
     render(out, fmt, stream or sys.stdout)

@@ -16,7 +16,7 @@ from __future__ import annotations
 from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
-from jobs.replicas.replica_logs import REPLICA_KEY, live_segment_batches
+from .replica_logs import REPLICA_KEY, live_segment_batches
 
 
 def build(t: dict[str, DataFrame]) -> DataFrame:
