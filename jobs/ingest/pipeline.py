@@ -7,8 +7,8 @@ Flow (all heavy work on executors, nothing parsed comes back to the driver):
    through bounded memory), smaller files of one log dir are grouped up to ``GROUP_BYTES`` /
    ``GROUP_FILES``; tasks are ordered largest first so the long ones start early;
 3. the task list is a DataFrame with one row (and one Spark partition) per task; ``mapInArrow``
-   runs ``parse_tasks.run_task`` on it and the union stream is written once to ``_stage/`` split by
-   ``table`` (see parse_tasks for why a single pass);
+   runs ``tasks.run_task`` on it and the union stream is written once to ``_stage/`` split by
+   ``table`` (see tasks.py for why a single pass);
 4. per table, the stage partition is decoded back to typed Arrow batches (``mapInArrow`` again) and
    written as Parquet under ``tables/<name>/``.
 """
