@@ -1,6 +1,6 @@
 """``analyze``: ingest + forensic jobs + report in one run, into DIR atomically.
 
-Everything is built in a sibling of DIR (``jobs.outdir.staged_output``) and swapped in at the
+Everything is built in a sibling of DIR (``jobs.store.outdir.staged_output``) and swapped in at the
 end, so a run killed at any point leaves the previous DIR whole. The Spark SQL catalog is
 registered after the swap (it stores absolute locations), in the same process.
 """
@@ -37,11 +37,13 @@ def build(inputs: list[Path], out: Path, ledger: Path | None = None, master: str
     """Ingest, run the jobs and write findings.json + report.html into DIR; return findings.json's
     document. ``spark``: an existing session to reuse (tests); otherwise one is started and stopped.
     ``register_catalog=False`` leaves the catalog to be built on first ``sql`` use (tests)."""
-    from jobs import catalog, forensics, run_ingest
-    from jobs.findings import document, write_json
-    from jobs.ingest import ingest
-    from jobs.outdir import staged_output
-    from jobs.spark import get_session
+    from jobs.findings import run as forensics
+    from jobs.findings.model import document, write_json
+    from jobs.ingest import run as run_ingest
+    from jobs.ingest.pipeline import ingest
+    from jobs.store import catalog
+    from jobs.store.outdir import staged_output
+    from jobs.store.spark import get_session
 
     from .report import write_html
 
@@ -75,7 +77,7 @@ def build(inputs: list[Path], out: Path, ledger: Path | None = None, master: str
         # One JVM pins one catalog: the caller's session stays; register in a fresh process.
         import subprocess
 
-        subprocess.run([sys.executable, "-m", "jobs.catalog", str(out)], check=False, capture_output=True)
+        subprocess.run([sys.executable, "-m", "jobs.store.catalog", str(out)], check=False, capture_output=True)
     return doc
 
 
@@ -83,11 +85,13 @@ def run_analyze(inputs: list[Path], out: Path, fmt: str = "text", ledger: Path |
                 fail_on: str = "error", stream: TextIO | None = None, progress: bool = True, spark=None,
                 register_catalog: bool = True) -> int:
     """The ``analyze`` command: returns the contract's exit code (0 clean, 1 findings ≥ fail_on)."""
+    from jobs.findings.severity import SEVERITIES
+
     from .report import exit_code, render
 
     if fmt not in ("text", "json", "html"):
         raise AnalyzeError(f"--format must be text, json or html, not {fmt!r}")
-    if fail_on not in ("error", "warning", "info"):
+    if fail_on not in SEVERITIES:
         raise AnalyzeError(f"--fail-on must be error, warning or info, not {fail_on!r}")
     doc = build(inputs, out, ledger=ledger, master=master, progress=progress, spark=spark, register_catalog=register_catalog)
     render(out, fmt, stream or sys.stdout)

@@ -83,8 +83,8 @@ def ingest(
 
     Example: kafka-forensics ingest incident.tar.gz --out /tmp/case1
     """
-    from jobs import run_ingest
-    from jobs.archives import ArchiveError
+    from jobs.ingest import run as run_ingest
+    from jobs.ingest.archives import ArchiveError
 
     _log_to_stderr()
     try:
@@ -106,8 +106,9 @@ def sql(
 
     Example: kafka-forensics sql /tmp/case1 "select broker, topic, partition, count(*) from records group by 1,2,3"
     """
-    from jobs import catalog
-    from jobs import sql as sql_mod
+    from jobs.store import catalog
+
+    from . import sql as sql_mod
 
     if format not in sql_mod.FORMATS:
         raise fail(f"--format must be one of {', '.join(sql_mod.FORMATS)}")
@@ -172,7 +173,7 @@ def analyze(
 
     Example: kafka-forensics analyze collected/ --out incident-42 --ledger acked.jsonl
     """
-    from jobs.archives import ArchiveError
+    from jobs.ingest.archives import ArchiveError
 
     from .analyze import AnalyzeError, run_analyze
 

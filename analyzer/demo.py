@@ -113,7 +113,7 @@ def run(out: Path, names: list[str] | None, *, seed: int = 0, master: str = "loc
     bad = 0
     try:
         if analyze is not None and "spark" in params:  # one session for every scenario, not one JVM each
-            from jobs.spark import get_session
+            from jobs.store.spark import get_session
 
             kwargs["spark"] = get_session(master)
         for name in names:

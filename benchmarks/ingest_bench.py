@@ -34,8 +34,8 @@ REPO = Path(__file__).resolve().parents[1]
 def child(master: str, src: Path, out: Path) -> None:
     """One ingest in this process; prints a JSON line of timings."""
     sys.path.insert(0, str(REPO))
-    from jobs.ingest import ingest
-    from jobs.spark import get_session
+    from jobs.ingest.pipeline import ingest
+    from jobs.store.spark import get_session
 
     t0 = time.monotonic()
     spark = get_session(master)

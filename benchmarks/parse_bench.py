@@ -333,6 +333,7 @@ def py_records(data: bytes) -> int:
 def breakdown(path: str, limit_bytes: int, repeat: int) -> dict:
     """ns/record of the decode and SHA-256 kernels on the first ``limit_bytes`` of a segment."""
     from parsers import _kernels as K
+    from parsers.headers import HEADER_COLUMNS, H
 
     with open(path, "rb") as f:
         data = f.read(limit_bytes + 64 * 1024)
@@ -342,15 +343,15 @@ def breakdown(path: str, limit_bytes: int, repeat: int) -> dict:
     size = np.empty(cap, np.int64)
     n, _, _ = K.scan(buf, 0, buf.shape[0], limit_bytes, cap, pos, size)
     pos, size = pos[:n].copy(), size[:n].copy()
-    h = np.zeros((n, 16), np.int64)
+    h = np.zeros((n, HEADER_COLUMNS), np.int64)
     K.read_headers(buf, pos, size, 1 << 62, K.CRC32C_TABLE, K.CRC32_TABLE, h)
-    starts, ends, counts = pos + HEADER_SIZE, pos + size, h[:, 11].copy()
+    starts, ends, counts = pos + HEADER_SIZE, pos + size, h[:, H.RECORDS_COUNT].copy()
     nrec_total = int(counts.sum())
     out = np.zeros((nrec_total, 11), np.int64)
     err = np.zeros(n, np.int64)
     nrec = np.zeros(n, np.int64)
     log_append = np.zeros(n, np.bool_)
-    base_off, base_ts, max_ts = h[:, 0].copy(), h[:, 6].copy(), h[:, 7].copy()
+    base_off, base_ts, max_ts = h[:, H.BASE_OFFSET].copy(), h[:, H.BASE_TIMESTAMP].copy(), h[:, H.MAX_TIMESTAMP].copy()
 
     def decode():
         return K.decode_v2(buf, starts, ends, counts, base_off, base_ts, log_append, max_ts, out, err, nrec)

@@ -53,7 +53,7 @@ MAX_SEEDS = 48
 
 # every kind a parser may report: the contract's vocabulary plus the project's additions
 try:
-    from jobs.findings import KIND_SEVERITY
+    from jobs.findings.registry import KIND_SEVERITY
 
     VOCABULARY = frozenset(KIND_SEVERITY)
 except ImportError:  # pragma: no cover - jobs needs pyspark; the parsers do not

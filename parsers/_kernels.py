@@ -14,13 +14,28 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-# ---------------------------------------------------------------------------- layout constants
-OFFSET_OFFSET = 0  # baseOffset / message offset: int64
-SIZE_OFFSET = 8  # batchLength / message size: int32 (bytes after this field)
-LOG_OVERHEAD = 12  # offset + size
-HEADER_SIZE_UP_TO_MAGIC = 17  # FileLogInputStream: LOG_OVERHEAD + epoch/crc(4) + magic(1)
-MAGIC_OFFSET = 16
-RECORD_OVERHEAD_V0 = 14  # LegacyRecord: crc(4) magic(1) attributes(1) key len(4) value len(4)
+from .headers import (  # layouts and header-matrix columns: one leaf module
+    HEADER_SIZE_UP_TO_MAGIC,
+    LEGACY_ATTRIBUTES,
+    LEGACY_CRC,
+    LEGACY_TIMESTAMP,
+    LOG_OVERHEAD,
+    MAGIC_OFFSET,
+    RECORD_OVERHEAD_V0,
+    SIZE_OFFSET,
+    V2_ATTRIBUTES,
+    V2_BASE_SEQUENCE,
+    V2_BASE_TIMESTAMP,
+    V2_CRC,
+    V2_HEADER_SIZE,
+    V2_LAST_OFFSET_DELTA,
+    V2_MAX_TIMESTAMP,
+    V2_PARTITION_LEADER_EPOCH,
+    V2_PRODUCER_EPOCH,
+    V2_PRODUCER_ID,
+    V2_RECORDS_COUNT,
+    H,
+)
 
 # scan stop codes
 STOP_END = 0  # reached the end exactly at a batch boundary
@@ -135,16 +150,14 @@ def crc_update(table, buf, start, stop):
 
 # ---------------------------------------------------------------------------- batch headers
 
-V2_HEADER_SIZE = 61  # DefaultRecordBatch.RECORD_BATCH_OVERHEAD
 
 
 @njit(cache=True)
 def read_headers(buf, pos, size, big_crc, crcc_table, crc32_table, h):
     """Decode every batch/message header at ``pos``/``size`` into the int64 matrix ``h``.
 
-    Columns of ``h`` (see HEADER_COLUMNS in segment.py): base_offset, partition_leader_epoch,
-    magic, crc, attributes, last_offset_delta, base_timestamp, max_timestamp, producer_id,
-    producer_epoch, base_sequence, record_count, computed_crc, key_len, value_pos, value_len.
+    Columns of ``h``: ``headers.H`` (Kafka's header fields, then the computed CRC and, for v0/v1,
+    the key length and the value's position and length).
     The CRC is computed here unless the batch is larger than ``big_crc`` (then -1: the caller
     uses the hardware CRC library, which wins on big buffers).
     """
@@ -155,49 +168,49 @@ def read_headers(buf, pos, size, big_crc, crcc_table, crc32_table, h):
         magic = np.int64(buf[p + MAGIC_OFFSET])
         if magic >= 128:
             magic -= 256
-        h[i, 0] = _i64(buf, p)
-        h[i, 2] = magic
-        h[i, 3] = _u32(buf, p + 17) if magic >= 2 else _u32(buf, p + 12)
-        h[i, 12] = -1
+        h[i, H.BASE_OFFSET] = _i64(buf, p)
+        h[i, H.MAGIC] = magic
+        h[i, H.CRC] = _u32(buf, p + V2_CRC) if magic >= 2 else _u32(buf, p + LEGACY_CRC)
+        h[i, H.COMPUTED_CRC] = -1
         if magic >= 2:
-            h[i, 1] = _i32(buf, p + 12)
+            h[i, H.PARTITION_LEADER_EPOCH] = _i32(buf, p + V2_PARTITION_LEADER_EPOCH)
             if s >= V2_HEADER_SIZE:
-                h[i, 4] = _i16(buf, p + 21)
-                h[i, 5] = _i32(buf, p + 23)
-                h[i, 6] = _i64(buf, p + 27)
-                h[i, 7] = _i64(buf, p + 35)
-                h[i, 8] = _i64(buf, p + 43)
-                h[i, 9] = _i16(buf, p + 51)
-                h[i, 10] = _i32(buf, p + 53)
-                h[i, 11] = _i32(buf, p + 57)
+                h[i, H.ATTRIBUTES] = _i16(buf, p + V2_ATTRIBUTES)
+                h[i, H.LAST_OFFSET_DELTA] = _i32(buf, p + V2_LAST_OFFSET_DELTA)
+                h[i, H.BASE_TIMESTAMP] = _i64(buf, p + V2_BASE_TIMESTAMP)
+                h[i, H.MAX_TIMESTAMP] = _i64(buf, p + V2_MAX_TIMESTAMP)
+                h[i, H.PRODUCER_ID] = _i64(buf, p + V2_PRODUCER_ID)
+                h[i, H.PRODUCER_EPOCH] = _i16(buf, p + V2_PRODUCER_EPOCH)
+                h[i, H.BASE_SEQUENCE] = _i32(buf, p + V2_BASE_SEQUENCE)
+                h[i, H.RECORDS_COUNT] = _i32(buf, p + V2_RECORDS_COUNT)
                 if s <= big_crc:
-                    h[i, 12] = crc_update(crcc_table, buf, p + 21, e)
+                    h[i, H.COMPUTED_CRC] = crc_update(crcc_table, buf, p + V2_ATTRIBUTES, e)
             else:
-                for c in range(4, 12):
+                for c in range(H.ATTRIBUTES, H.COMPUTED_CRC):
                     h[i, c] = -1
-                h[i, 4] = 0
-            h[i, 13] = -1
-            h[i, 14] = p + V2_HEADER_SIZE
-            h[i, 15] = e - (p + V2_HEADER_SIZE)
+                h[i, H.ATTRIBUTES] = 0
+            h[i, H.KEY_LENGTH] = -1
+            h[i, H.VALUE_POSITION] = p + V2_HEADER_SIZE
+            h[i, H.VALUE_LENGTH] = e - (p + V2_HEADER_SIZE)
         else:
             # LegacyRecord: crc(4) magic(1) attributes(1) [timestamp(8) if v1] key_len(4) key value_len(4) value
-            h[i, 1] = -1
-            h[i, 4] = np.int64(buf[p + 17])
-            h[i, 5] = 0
-            q = p + 18
+            h[i, H.PARTITION_LEADER_EPOCH] = -1
+            h[i, H.ATTRIBUTES] = np.int64(buf[p + LEGACY_ATTRIBUTES])
+            h[i, H.LAST_OFFSET_DELTA] = 0
+            q = p + LEGACY_TIMESTAMP  # v0: the key length is here
             ts = np.int64(-1)
             if magic == 1:
                 if q + 8 <= e:
                     ts = _i64(buf, q)
                 q += 8
-            h[i, 6] = ts
-            h[i, 7] = ts
-            h[i, 8] = -1
-            h[i, 9] = -1
-            h[i, 10] = -1
-            h[i, 11] = 1
+            h[i, H.BASE_TIMESTAMP] = ts
+            h[i, H.MAX_TIMESTAMP] = ts
+            h[i, H.PRODUCER_ID] = -1
+            h[i, H.PRODUCER_EPOCH] = -1
+            h[i, H.BASE_SEQUENCE] = -1
+            h[i, H.RECORDS_COUNT] = 1
             if s <= big_crc:
-                h[i, 12] = crc_update(crc32_table, buf, p + 16, e)
+                h[i, H.COMPUTED_CRC] = crc_update(crc32_table, buf, p + MAGIC_OFFSET, e)
             klen = np.int64(-2)
             vpos = np.int64(-1)
             vlen = np.int64(-2)
@@ -216,9 +229,9 @@ def read_headers(buf, pos, size, big_crc, crcc_table, crc32_table, h):
                         vlen = -3  # trailing bytes after the value
                 else:
                     klen = -2
-            h[i, 13] = klen
-            h[i, 14] = vpos
-            h[i, 15] = vlen
+            h[i, H.KEY_LENGTH] = klen
+            h[i, H.VALUE_POSITION] = vpos
+            h[i, H.VALUE_LENGTH] = vlen
 
 
 # ---------------------------------------------------------------------------- v2 records

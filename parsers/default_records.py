@@ -40,6 +40,7 @@ import pyarrow as pa
 from . import _kernels as K
 from .codecs import CODEC_MASK, CODEC_NONE, CodecError, decompress
 from .common import Problem
+from .headers import H
 
 TIMESTAMP_TYPE_MASK = 0x08
 TRANSACTIONAL_MASK = 0x10
@@ -66,13 +67,13 @@ _ERRORS = {
 
 def batch_columns(h: np.ndarray, positions: np.ndarray, sizes: np.ndarray, problems: list[Problem]) -> dict:
     """Derive the v2 batch columns from the raw header matrix (rows of other formats are ignored)."""
-    magic = h[:, 2]
+    magic = h[:, H.MAGIC]
     is_v2 = magic >= 2
-    attrs = h[:, 4]
-    base = h[:, 0]
-    last_delta = h[:, 5]
-    count = h[:, 11]
-    base_seq = h[:, 10]
+    attrs = h[:, H.ATTRIBUTES]
+    base = h[:, H.BASE_OFFSET]
+    last_delta = h[:, H.LAST_OFFSET_DELTA]
+    count = h[:, H.RECORDS_COUNT]
+    base_seq = h[:, H.BASE_SEQUENCE]
     # DefaultRecordBatch.lastSequence: wraps at Int32.MAX_VALUE
     last_seq = np.where(base_seq == NO_SEQUENCE, NO_SEQUENCE, base_seq + last_delta)
     last_seq = np.where(last_seq > 0x7FFFFFFF, last_seq - 0x80000000, last_seq)
@@ -98,22 +99,22 @@ def batch_columns(h: np.ndarray, positions: np.ndarray, sizes: np.ndarray, probl
         "last_offset": base + np.maximum(last_delta, 0),
         "record_count": count,
         "codec_id": attrs & CODEC_MASK,
-        "producer_id": h[:, 8],
-        "producer_epoch": h[:, 9],
+        "producer_id": h[:, H.PRODUCER_ID],
+        "producer_epoch": h[:, H.PRODUCER_EPOCH],
         "base_sequence": base_seq,
         "last_sequence": last_seq,
         "is_transactional": (attrs & TRANSACTIONAL_MASK) != 0,
         "is_control": (attrs & CONTROL_MASK) != 0,
         "timestamp_type_id": ((attrs & TIMESTAMP_TYPE_MASK) != 0).astype(np.int64),
-        "base_timestamp": h[:, 6],
-        "max_timestamp": h[:, 7],
+        "base_timestamp": h[:, H.BASE_TIMESTAMP],
+        "max_timestamp": h[:, H.MAX_TIMESTAMP],
         "attributes": attrs,
     }
 
 
 def records(buf, h, positions, sizes, is_v2, cols, problems) -> list[dict]:
     """Record-level pieces for the v2 batches: one over the file bytes, one over decompressed bytes."""
-    ok = is_v2 & (sizes >= RECORD_BATCH_OVERHEAD) & (h[:, 11] >= 0)
+    ok = is_v2 & (sizes >= RECORD_BATCH_OVERHEAD) & (h[:, H.RECORDS_COUNT] >= 0)
     codec = cols["codec_id"]
     plain = np.nonzero(ok & (codec == CODEC_NONE))[0]
     packed = np.nonzero(ok & (codec != CODEC_NONE) & (codec <= 4))[0]
@@ -141,13 +142,13 @@ def records(buf, h, positions, sizes, is_v2, cols, problems) -> list[dict]:
 
 
 def _decode(src, bidx, starts, ends, h, cols, positions, problems, in_file):
-    counts = h[bidx, 11]
+    counts = h[bidx, H.RECORDS_COUNT]
     cap = int(np.minimum(counts, (ends - starts) // MIN_RECORD_SIZE + 1).sum())
     out = np.zeros((cap, 11), np.int64)
     err = np.zeros(bidx.shape[0], np.int64)
     nrec = np.zeros(bidx.shape[0], np.int64)
     log_append = cols["timestamp_type_id"][bidx] == 1
-    n = K.decode_v2(src, starts, ends, counts, h[bidx, 0], h[bidx, 6], log_append, h[bidx, 7], out, err, nrec)
+    n = K.decode_v2(src, starts, ends, counts, h[bidx, H.BASE_OFFSET], h[bidx, H.BASE_TIMESTAMP], log_append, h[bidx, H.MAX_TIMESTAMP], out, err, nrec)
     for j in np.nonzero(err)[0]:
         problems.append(
             Problem(

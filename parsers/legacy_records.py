@@ -15,6 +15,8 @@ its LAST inner offset. Inner v0 messages carry absolute offsets; inner v1 messag
 relative ones (0..n-1), made absolute as ``wrapper_offset - last_inner_relative + inner``.
 A v1 wrapper with LOG_APPEND_TIME stamps every inner message with its own timestamp.
 Magic-0 lz4 wrappers carry the pre-KAFKA-3160 frame checksum (handled in codecs.py).
+The header layout as NumPy dtypes (``LEGACY_RECORD_V0`` / ``_V1``, offsets and overheads derived):
+``headers.py``, a leaf module the kernels compile against.
 """
 
 from __future__ import annotations
@@ -25,12 +27,10 @@ import pyarrow as pa
 from . import _kernels as K
 from .codecs import CODEC_MASK, CODEC_NONE, CodecError, decompress
 from .common import Problem
+from .headers import HEADER_COLUMNS, KEY_LENGTH_OFFSET, RECORD_OVERHEAD_V0, RECORD_OVERHEAD_V1, H
 
 TIMESTAMP_TYPE_MASK = 0x08
 NO_TIMESTAMP = -1
-RECORD_OVERHEAD_V0 = 14
-RECORD_OVERHEAD_V1 = 22
-KEY_LENGTH_OFFSET = {0: 18, 1: 26}  # from the message start (offset+size included)
 
 
 def batch_columns(buf, h, positions, sizes, problems, want_records=False) -> dict:
@@ -40,16 +40,16 @@ def batch_columns(buf, h, positions, sizes, problems, want_records=False) -> dic
     wrapper's base offset, and legacy data is small and rare.
     """
     n = positions.shape[0]
-    magic = h[:, 2]
+    magic = h[:, H.MAGIC]
     legacy = magic < 2
-    attrs = h[:, 4]
+    attrs = h[:, H.ATTRIBUTES]
     codec = attrs & CODEC_MASK
     ts_type = np.where(magic == 1, (attrs & TIMESTAMP_TYPE_MASK) != 0, -1).astype(np.int64)
-    base = h[:, 0].copy()
+    base = h[:, H.BASE_OFFSET].copy()
     count = np.ones(n, np.int64)
-    max_ts = h[:, 7].copy()
+    max_ts = h[:, H.MAX_TIMESTAMP].copy()
     pieces = []
-    bad_shape = legacy & ((magic < 0) | (h[:, 13] == -2) | (h[:, 15] <= -2) | (sizes < K.LOG_OVERHEAD + np.where(magic == 1, RECORD_OVERHEAD_V1, RECORD_OVERHEAD_V0)))
+    bad_shape = legacy & ((magic < 0) | (h[:, H.KEY_LENGTH] == -2) | (h[:, H.VALUE_LENGTH] <= -2) | (sizes < K.LOG_OVERHEAD + np.where(magic == 1, RECORD_OVERHEAD_V1, RECORD_OVERHEAD_V0)))
     for i in np.nonzero(bad_shape)[0]:
         problems.append(
             Problem(int(positions[i]), "invalid_batch", f"malformed v{int(magic[i])} message: key/value lengths do not fit its size {int(sizes[i])}" if magic[i] >= 0 else f"magic {int(magic[i])} is not a known message format")
@@ -57,11 +57,11 @@ def batch_columns(buf, h, positions, sizes, problems, want_records=False) -> dic
     good = legacy & ~bad_shape
     plain = np.nonzero(good & (codec == CODEC_NONE))[0]
     if want_records and plain.size:
-        pieces.append(_piece(buf, plain, positions[plain], magic[plain], h[plain, 0], h[plain, 6], h[plain, 13], h[plain, 14], h[plain, 15]))
+        pieces.append(_piece(buf, plain, positions[plain], magic[plain], h[plain, H.BASE_OFFSET], h[plain, H.BASE_TIMESTAMP], h[plain, H.KEY_LENGTH], h[plain, H.VALUE_POSITION], h[plain, H.VALUE_LENGTH]))
     for i in np.nonzero(good & (codec != CODEC_NONE))[0]:
         p = int(positions[i])
         try:
-            inner = decompress(int(codec[i]), buf[int(h[i, 14]) : int(h[i, 14]) + int(h[i, 15])], legacy_lz4=magic[i] == 0)
+            inner = decompress(int(codec[i]), buf[int(h[i, H.VALUE_POSITION]) : int(h[i, H.VALUE_POSITION]) + int(h[i, H.VALUE_LENGTH])], legacy_lz4=magic[i] == 0)
         except CodecError as exc:
             problems.append(Problem(p, "invalid_batch", str(exc)))
             continue
@@ -74,7 +74,7 @@ def batch_columns(buf, h, positions, sizes, problems, want_records=False) -> dic
             pieces.append(got)
     return {
         "base_offset": base,
-        "last_offset": h[:, 0],
+        "last_offset": h[:, H.BASE_OFFSET],
         "record_count": count,
         "codec_id": codec,
         "producer_id": np.full(n, -1, np.int64),
@@ -84,7 +84,7 @@ def batch_columns(buf, h, positions, sizes, problems, want_records=False) -> dic
         "is_transactional": np.zeros(n, bool),
         "is_control": np.zeros(n, bool),
         "timestamp_type_id": ts_type,
-        "base_timestamp": h[:, 6],
+        "base_timestamp": h[:, H.BASE_TIMESTAMP],
         "max_timestamp": max_ts,
         "attributes": attrs,
         "records": pieces,
@@ -123,15 +123,15 @@ def _inner(data: bytes, wrapper_index: int, wh: np.ndarray, wmagic: int, wts_typ
     if stop != K.STOP_END:
         problems.append(Problem(wpos, "invalid_batch", f"compressed wrapper: inner message set unreadable after {nxt} of {len(data)} bytes"))
     pos, size = pos[:n], size[:n]
-    ih = np.zeros((n, 16), np.int64)
+    ih = np.zeros((n, HEADER_COLUMNS), np.int64)
     K.read_headers(src, pos, size, 1 << 62, K.CRC32C_TABLE, K.CRC32_TABLE, ih)
-    for j in np.nonzero(ih[:, 12] != ih[:, 3])[0]:
-        problems.append(Problem(wpos, "crc_mismatch", f"inner message {j} of the compressed wrapper: stored crc 0x{int(ih[j, 3]):08x}, computed 0x{int(ih[j, 12]):08x} (CRC-32)"))
-    inner_magic = ih[:, 2]
-    rel = ih[:, 0]
-    offsets = wh[0] - rel[-1] + rel if wmagic > 0 else rel
+    for j in np.nonzero(ih[:, H.COMPUTED_CRC] != ih[:, H.CRC])[0]:
+        problems.append(Problem(wpos, "crc_mismatch", f"inner message {j} of the compressed wrapper: stored crc 0x{int(ih[j, H.CRC]):08x}, computed 0x{int(ih[j, H.COMPUTED_CRC]):08x} (CRC-32)"))
+    inner_magic = ih[:, H.MAGIC]
+    rel = ih[:, H.BASE_OFFSET]
+    offsets = wh[H.BASE_OFFSET] - rel[-1] + rel if wmagic > 0 else rel
     if wts_type == 1:
-        ts = np.full(n, wh[6], np.int64)
+        ts = np.full(n, wh[H.BASE_TIMESTAMP], np.int64)
     else:
-        ts = np.where(inner_magic == 1, ih[:, 6], NO_TIMESTAMP)
-    return _piece(src, np.full(n, wrapper_index, np.int64), pos, inner_magic, offsets, ts, ih[:, 13], ih[:, 14], ih[:, 15], in_file=False)
+        ts = np.where(inner_magic == 1, ih[:, H.BASE_TIMESTAMP], NO_TIMESTAMP)
+    return _piece(src, np.full(n, wrapper_index, np.int64), pos, inner_magic, offsets, ts, ih[:, H.KEY_LENGTH], ih[:, H.VALUE_POSITION], ih[:, H.VALUE_LENGTH], in_file=False)

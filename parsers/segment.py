@@ -30,6 +30,7 @@ from . import _kernels as K
 from . import default_records, legacy_records
 from .codecs import CODEC_MASK, codec_name
 from .common import Parsed, Problem, problems_table
+from .headers import HEADER_COLUMNS, MAGIC_OFFSET, V2_ATTRIBUTES, H
 
 BIG_CRC = 512  # batches larger than this use the hardware CRC-32C library instead of the JIT loop
 CHUNK_BYTES = 32 << 20
@@ -178,18 +179,18 @@ def _stop_problem(buf: np.ndarray, pos: int, end: int, stop: int, problems: list
 
 def _decode_chunk(buf, positions, sizes, records, payloads, problems, prev_last):
     n = positions.shape[0]
-    h = np.zeros((n, 16), np.int64)
+    h = np.zeros((n, HEADER_COLUMNS), np.int64)
     K.read_headers(buf, positions, sizes, BIG_CRC, K.CRC32C_TABLE, K.CRC32_TABLE, h)
-    magic = h[:, 2]
+    magic = h[:, H.MAGIC]
     is_v2 = magic >= 2
-    big = np.nonzero(h[:, 12] < 0)[0]
+    big = np.nonzero(h[:, H.COMPUTED_CRC] < 0)[0]
     for i in big:  # few and large: the hardware CRC wins
         p, s = int(positions[i]), int(sizes[i])
         if is_v2[i]:
             if s >= K.V2_HEADER_SIZE:
-                h[i, 12] = crc32c.crc32c(buf[p + 21 : p + s])
+                h[i, H.COMPUTED_CRC] = crc32c.crc32c(buf[p + V2_ATTRIBUTES : p + s])
         else:
-            h[i, 12] = zlib.crc32(buf[p + 16 : p + s])
+            h[i, H.COMPUTED_CRC] = zlib.crc32(buf[p + MAGIC_OFFSET : p + s])
 
     v2 = default_records.batch_columns(h, positions, sizes, problems)
     if is_v2.all():  # the common case: no legacy messages in this chunk, nothing to merge
@@ -199,13 +200,13 @@ def _decode_chunk(buf, positions, sizes, records, payloads, problems, prev_last)
         cols = {name: np.where(is_v2, v2[name], legacy[name]) for name in v2}
         legacy_pieces = legacy["records"]
     # per-batch problems that do not depend on the format
-    crc_bad = (h[:, 12] != h[:, 3]) & (h[:, 12] >= 0)
+    crc_bad = (h[:, H.COMPUTED_CRC] != h[:, H.CRC]) & (h[:, H.COMPUTED_CRC] >= 0)
     for i in np.nonzero(crc_bad)[0]:
         problems.append(
             Problem(
                 int(positions[i]),
                 "crc_mismatch",
-                f"stored crc 0x{int(h[i, 3]):08x}, computed 0x{int(h[i, 12]):08x} "
+                f"stored crc 0x{int(h[i, H.CRC]):08x}, computed 0x{int(h[i, H.COMPUTED_CRC]):08x} "
                 f"({'CRC-32C' if is_v2[i] else 'CRC-32'}); LogSegment.recover truncates the segment from here",
             )
         )
@@ -238,7 +239,7 @@ _TS_NAMES = pa.array(["create", "log_append", None], pa.string())
 
 
 def _batch_table(positions, sizes, h, cols) -> pa.Table:
-    magic = h[:, 2]
+    magic = h[:, H.MAGIC]
     is_v2 = magic >= 2
     codec_id = cols["codec_id"]
     codec = _CODEC_NAMES.take(pa.array(codec_id & CODEC_MASK))
@@ -253,9 +254,9 @@ def _batch_table(positions, sizes, h, cols) -> pa.Table:
             "last_offset": cols["last_offset"],
             "record_count": pa.array(cols["record_count"].astype(np.int32)),
             "codec": codec,
-            "crc": h[:, 3],
-            "crc_valid": h[:, 12] == h[:, 3],
-            "partition_leader_epoch": pa.array(h[:, 1].astype(np.int32), mask=~is_v2),
+            "crc": h[:, H.CRC],
+            "crc_valid": h[:, H.COMPUTED_CRC] == h[:, H.CRC],
+            "partition_leader_epoch": pa.array(h[:, H.PARTITION_LEADER_EPOCH].astype(np.int32), mask=~is_v2),
             "producer_id": cols["producer_id"],
             "producer_epoch": cols["producer_epoch"].astype(np.int16),
             "base_sequence": cols["base_sequence"].astype(np.int32),

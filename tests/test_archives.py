@@ -8,7 +8,7 @@ import zipfile
 
 import pytest
 
-from jobs.archives import ArchiveError, extract, is_archive
+from jobs.ingest.archives import ArchiveError, extract, is_archive
 
 
 def _tar(path, entries, mode="w:gz"):

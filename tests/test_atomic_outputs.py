@@ -4,7 +4,7 @@ The good previous result is one analyze of the real-cluster ``crash-only`` captu
 started again into the same DIR, in its own session (the Spark JVM and its Python workers are in
 it), and the whole session is SIGKILLed at a point found by watching the staging sibling
 ``DIR.tmp-<pid>`` fill up, or, where nothing on disk tells the moment apart, at a named test-only
-pause (``KF_TEST_PAUSE_AT``, see ``jobs.outdir.pause_point``). After every kill: DIR holds a
+pause (``KF_TEST_PAUSE_AT``, see ``jobs.store.outdir.pause_point``). After every kill: DIR holds a
 complete result (before the swap: the previous one, byte for byte), the catalog answers the same
 count, and no process of the killed session is left. A final rerun completes with the same findings.
 Two runs into different DIRs from the same working directory do not interfere, nor two queries on one DIR.

@@ -1,7 +1,7 @@
 """The persistent catalog: ``ingest`` registers DIR's tables, and ``kafka-forensics sql``,
 ``spark-sql`` and pyspark (the README's one-liners, run as written) all query them by name.
 
-Each step is its own process: one JVM pins one Derby metastore (see jobs/catalog.py)."""
+Each step is its own process: one JVM pins one Derby metastore (see jobs/store/catalog.py)."""
 
 from __future__ import annotations
 
@@ -75,7 +75,7 @@ def test_ingest_sql_spark_sql_pyspark(tmp_path):
 
 def test_formats_and_prompt(spark, monkeypatch, capsys, tmp_path):
     """table/json/csv output and the interactive prompt (multi-line statements, errors go on)."""
-    from jobs import sql
+    from analyzer import sql
 
     spark.range(3).selectExpr("id", "cast(id as string) as s").createOrReplaceTempView("nums")
     buf = io.StringIO()

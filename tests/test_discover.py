@@ -6,7 +6,7 @@ from pathlib import Path
 
 from conftest import FOUND, REAL
 
-from jobs.discover import Root, discover
+from jobs.ingest.discover import Root, discover
 
 
 def brokers(path: Path, prefix: str = "") -> dict[int, object]:

@@ -6,7 +6,7 @@ import re
 
 from conftest import REPO, SHARED
 
-from jobs.findings import KIND_SEVERITY
+from jobs.findings.registry import KIND_SEVERITY
 
 
 def test_every_kind_is_documented_with_its_severity():

@@ -25,7 +25,7 @@ def seeds():
 @pytest.mark.parametrize("kind", sorted(files.KINDS))
 def test_short_fuzz_finds_no_crash(kind, seeds, tmp_path, monkeypatch):
     monkeypatch.setattr(fuzz_parsers, "CRASHES", tmp_path / "crashes")
-    assert fuzz_parsers.VOCABULARY, "the finding vocabulary (jobs.findings) must load"
+    assert fuzz_parsers.VOCABULARY, "the finding vocabulary (jobs.findings.registry) must load"
     assert len(seeds[kind]) >= 2, f"{kind} has too few seeds to mutate"
     got = fuzz_parsers.fuzz_kind(kind, INPUTS, None, seed=9, seeds=seeds[kind], log=lambda _: None)
     crashes = [p.with_suffix(".txt").read_text() for p in got["crashes"]]

@@ -5,7 +5,7 @@ refused or skipped with one warning line naming it and a problem row (``unsafe_a
 ``unreadable_file``), nothing is written outside the extraction root / ``--out``, nothing blocks
 (fifos are never opened, bombs are refused from their headers before inflating) and the good
 data beside the hostile pieces is still read. One ``analyze`` run (CLI, subprocess) takes all of
-them at once; the many small cases call ``jobs.archives`` / ``jobs.discover`` directly.
+them at once; the many small cases call ``jobs.ingest.archives`` / ``jobs.ingest.discover`` directly.
 """
 
 from __future__ import annotations
@@ -32,9 +32,9 @@ from pathlib import Path
 import pytest
 from conftest import REAL
 
-from jobs import archives
-from jobs.archives import ArchiveError, extract
-from jobs.discover import Root, discover, find_log_dirs
+from jobs.ingest import archives
+from jobs.ingest.archives import ArchiveError, extract
+from jobs.ingest.discover import Root, discover, find_log_dirs
 
 CLI = [sys.executable, "-m", "analyzer.cli"]
 CF = REAL / "clean-failover"
@@ -480,7 +480,7 @@ def test_unreadable_file(tmp_path, caplog):
     """Permission denied is one line and a problem row. Root reads anything (chmod 000 does not
     stop it), so as root the file is read like any other; either way a file that disappears
     between discovery and parsing is a problem row naming it, not a crash."""
-    from jobs.parse_tasks import parse_file
+    from jobs.ingest.tasks import parse_file
 
     b = _broker_copy(tmp_path / "broker-1")
     seg = b / "cf-0" / "00000000000000000000.log"

@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 from conftest import FOUND, REAL
 
-from jobs.ingest import ingest, read_table
+from jobs.ingest.pipeline import ingest
+from jobs.store.io import read_table
 from parsers.files import SEGMENT_KINDS, detect, parse_path
 from parsers.meta_properties import parse as parse_meta
 

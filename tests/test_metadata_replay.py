@@ -1,4 +1,4 @@
-"""The metadata-log replay (jobs.metadata._replay, pure pandas) on record sequences Kafka writes:
+"""The metadata-log replay (jobs.history.metadata._replay, pure pandas) on record sequences Kafka writes:
 which leader changes are elections, and which elections are unclean."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import json
 
 import pandas as pd
 
-from jobs.metadata import _replay
+from jobs.history.metadata import _replay
 
 TID = "vWvdb6-VQJ6vN03_foMm1Q"
 

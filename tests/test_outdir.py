@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from jobs.outdir import recover, staged_output
+from jobs.store.outdir import recover, staged_output
 
 
 def test_swap_replaces_and_failure_keeps_old(tmp_path):
@@ -34,7 +34,7 @@ def test_killed_run_leaves_previous_results(tmp_path):
     with staged_output(out) as tmp:
         (tmp / "v").write_text("old")
     code = (
-        "import sys, time; from pathlib import Path; from jobs.outdir import staged_output\n"
+        "import sys, time; from pathlib import Path; from jobs.store.outdir import staged_output\n"
         f"with staged_output(Path({str(out)!r})) as tmp:\n"
         "    (tmp / 'v').write_text('new'); print('ready', flush=True); time.sleep(60)\n"
     )

@@ -17,8 +17,9 @@ import pyspark
 import pytest
 from conftest import REAL
 
-from jobs.ingest import ingest, read_table
-from jobs.tables import ALL_TABLES
+from jobs.ingest.pipeline import ingest
+from jobs.store.io import read_table
+from jobs.store.tables import ALL_TABLES
 
 SPARK_HOME = Path(pyspark.__file__).parent
 SRC = REAL / "crash-only"

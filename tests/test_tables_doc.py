@@ -1,10 +1,10 @@
 """docs/tables.md is generated from the code and must be current."""
 
-from jobs import tables_doc
+from jobs.store import tables_doc
 
 
 def test_tables_doc_is_current():
-    assert tables_doc.main(["--check"]) == 0, "run: python -m jobs.tables_doc"
+    assert tables_doc.main(["--check"]) == 0, "run: python -m jobs.store.tables_doc"
 
 
 def test_every_table_documented():

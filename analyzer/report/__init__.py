@@ -19,10 +19,12 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any, TextIO
 
-from .data import SEVERITY_RANK, ReportData, ReportError, load, severity_of
+from jobs.findings.severity import SEVERITIES, SEVERITY_RANK
+
+from .data import ReportData, ReportError, load, severity_of
 
 FORMATS = ("text", "json", "html")
-FAIL_ON = ("error", "warning", "info")
+FAIL_ON = SEVERITIES
 
 __all__ = ["FORMATS", "FAIL_ON", "ReportError", "exit_code", "load", "render", "run_report", "write_html"]
 

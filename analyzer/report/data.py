@@ -17,14 +17,14 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.dataset as ds
 
+from jobs.findings.severity import SEVERITIES, SEVERITY_RANK
+
 from .era import Era, guess_era
 from .timeline import Event, load_timeline
 
 # Tables the report reads, in the order the "missing tables" sentence lists them.
 TABLES = ("brokers", "files", "replica_logs", "offset_ranges", "epoch_lineage", "problems", "meta_properties")
 OPTIONAL_TABLES = frozenset({"meta_properties"})  # only sharpens the era guess; its absence is not worth a sentence
-SEVERITIES = ("error", "warning", "info")
-SEVERITY_RANK = {name: rank for rank, name in enumerate(SEVERITIES)}  # lower is worse
 
 
 class ReportError(Exception):

@@ -18,10 +18,11 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.dataset as ds
 
+from jobs.findings.severity import SEVERITIES
+
 TABLE = "timeline"
 COLUMNS = ("topic", "partition", "time", "source", "node", "event", "leader", "leader_epoch", "offset", "isr", "election",
            "severity", "detail", "path", "position", "seq")
-SEVERITIES = ("error", "warning", "info")
 
 Event = dict[str, Any]
 PartitionKey = tuple[str, int]

@@ -95,8 +95,8 @@ def scratch_dir() -> Path:
     added files), ``$TMPDIR/kf-spark-<pid>``. Spark deletes its scratch in a JVM shutdown hook, which
     a SIGKILLed run never reaches (an unattended kill left ``/tmp/spark-*`` and ``blockmgr-*`` behind,
     shuffle files and all); with one named folder per process, each start removes those of dead
-    processes, as ``jobs.outdir.recover`` does for staging dirs. (``SPARK_LOCAL_DIRS`` still wins.)"""
-    from .outdir import _pid_alive
+    processes, as ``jobs.store.outdir.recover`` does for staging dirs. (``SPARK_LOCAL_DIRS`` still wins.)"""
+    from jobs.store.outdir import _pid_alive
 
     base = Path(os.environ.get("TMPDIR", "/tmp"))
     for old in base.glob(f"{SCRATCH_PREFIX}*"):

@@ -1,7 +1,7 @@
 """The schemas of the tables ``ingest`` writes, derived from the parsers' own schemas.
 
 Why derived: a column added to a parser shows up in its table (and in docs/tables.md, which
-``python -m jobs.tables_doc`` generates from this module) without a second list to keep in step.
+``python -m jobs.store.tables_doc`` generates from this module) without a second list to keep in step.
 Every table parsed from a file gets the common columns in front (docs/design.md): ``broker``,
 ``log_dir``, ``topic``, ``partition`` (of the partition directory holding the file), ``dir_state``
 and ``path`` (relative to the input root). ``checkpoints`` is the exception: its file is

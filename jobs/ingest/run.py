@@ -14,10 +14,11 @@ from pathlib import Path
 
 import pyspark
 
-from . import catalog
-from .ingest import IngestResult, ingest
-from .outdir import staged_output
-from .spark import get_session
+from jobs.store import catalog
+from jobs.store.outdir import staged_output
+from jobs.store.spark import get_session
+
+from .pipeline import IngestResult, ingest
 
 log = logging.getLogger(__name__)
 

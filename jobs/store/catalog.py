@@ -28,8 +28,8 @@ from pathlib import Path
 
 from pyspark.sql import SparkSession
 
-from .outdir import pause_point
-from .spark import catalog_confs, get_session, scratch_dir
+from jobs.store.outdir import pause_point
+from jobs.store.spark import catalog_confs, get_session, scratch_dir
 
 log = logging.getLogger(__name__)
 
@@ -132,7 +132,7 @@ def _quote(path: Path) -> str:
 def open_catalog(out: Path, master: str = "local[*]") -> SparkSession:
     """A session whose catalog names DIR's tables, rebuilding the metastore first if it is stale.
     Must be the first catalog use of this process's JVM (see the module doc)."""
-    from .outdir import recover
+    from jobs.store.outdir import recover
 
     out = Path(out).absolute()
     recover(out)
@@ -167,7 +167,7 @@ def register(out: Path, spark: SparkSession | None = None) -> None:
     session.stop()
 
 
-if __name__ == "__main__":  # python -m jobs.catalog DIR: (re)build DIR's catalog in a fresh JVM
+if __name__ == "__main__":  # python -m jobs.store.catalog DIR: (re)build DIR's catalog in a fresh JVM
     import sys
 
     register(Path(sys.argv[1]))

@@ -20,11 +20,10 @@ from collections.abc import Iterable, Iterator
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from jobs.store.tables import COMMON, EXTRA_TABLE, INTERNAL_TOPIC_TABLE, KIND_TABLE, TS, schema_of
 from parsers.common import FileBytes, problems_table
 from parsers.files import KINDS, SEGMENT_KINDS, module_for, small_parser
 from parsers.names import base_offset_from_name
-
-from .tables import COMMON, EXTRA_TABLE, INTERNAL_TOPIC_TABLE, KIND_TABLE, TS, schema_of
 
 # kind -> decoder of the records of an internal topic (module with ``decode_records``)
 _DECODERS = {

@@ -15,6 +15,8 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
+from .compare import live_records, record_details
+
 LEDGER_SCHEMA = T.StructType([
     T.StructField("topic", T.StringType()),
     T.StructField("partition", T.IntegerType()),
@@ -41,8 +43,7 @@ def read_ledger(spark: SparkSession, path: Path) -> DataFrame:
 def record_view(records: DataFrame, batches: DataFrame) -> DataFrame:
     b = batches.select("broker", "path", "position", "partition_leader_epoch", "producer_id", "producer_epoch", "base_sequence",
                        "is_transactional", "is_control", "aborted")
-    r = records.where(F.col("dir_state") == "live") if "dir_state" in records.columns else records
-    r = r.select("topic", "partition", "broker", "path", F.col("batch_position").alias("position"), "offset", "timestamp_ms",
+    r = live_records(records).select("topic", "partition", "broker", "path", F.col("batch_position").alias("position"), "offset", "timestamp_ms",
                  "key_size", "value_size", "key_sha256", "value_sha256", "control_type")
     return r.join(b, ["broker", "path", "position"])
 
@@ -69,20 +70,13 @@ def lost_ledger_rows(ledger: DataFrame, rv: DataFrame, survivors: DataFrame) -> 
 
 def ledger_lost_offsets(ledger: DataFrame, records: DataFrame, batches: DataFrame, survivors: DataFrame) -> DataFrame:
     """Rows (topic, partition, offset, survivor, status, holder, rec, holder_hw, source) like
-    ``detect_cross.hw_lost_offsets``, one per lost ledger offset and replica still holding it."""
+    ``jobs.findings.loss.hw_lost_offsets``, one per lost ledger offset and replica still holding it."""
     rv = record_view(records, batches)
     lost = lost_ledger_rows(ledger, rv, survivors)
     others = rv.select(
         "topic", "partition", F.col("broker").alias("holder"), "offset", F.col("key_sha256").alias("h_key"),
         F.col("value_sha256").alias("h_value"),
-        F.struct(
-            "path", "position", F.col("partition_leader_epoch").alias("epoch"), "producer_id", "producer_epoch", "base_sequence",
-            "is_transactional", "is_control", "aborted", "control_type", "timestamp_ms",
-            F.concat_ws("/", F.coalesce("key_sha256", F.lit("-")), F.coalesce("value_sha256", F.lit("-")),
-                        F.coalesce("control_type", F.lit(""))).alias("content"),
-            "key_sha256", "value_sha256",
-            (F.greatest("key_size", F.lit(0)) + F.greatest("value_size", F.lit(0))).alias("size"),
-        ).alias("rec"),
+        record_details().alias("rec"),
     )
     h = lost.join(others, ["topic", "partition", "offset"], "left").where(
         F.col("holder").isNull() | (F.col("holder") != F.col("survivor"))
@@ -99,3 +93,13 @@ def ledger_lost_offsets(ledger: DataFrame, records: DataFrame, batches: DataFram
         "topic", "partition", "offset", "survivor", "status", "holder", "rec",
         F.lit(None).cast("long").alias("holder_hw"), F.lit("ledger").alias("source"),
     )
+
+
+def lost_acks(lost: DataFrame) -> list:
+    """Lost ledger records per (topic, partition, acks, survivor status): offset span and
+    acknowledgement times (a few rows)."""
+    lost = lost.where(F.col("ack_time").isNotNull())
+    return lost.groupBy("topic", "partition", F.coalesce("acks", F.lit("?")).alias("acks")).agg(
+        F.min("offset").alias("first_offset"), F.max("offset").alias("last_offset"),
+        F.min("ack_time").alias("first_ack"), F.max("ack_time").alias("last_ack"),
+    ).collect()

@@ -14,14 +14,34 @@ Output rows are per (pair of replicas, offset) where the two differ:
 
 from __future__ import annotations
 
-from pyspark.sql import DataFrame, Window
+from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
+from .offset_ranges import islands
 from .replica_logs import live_segment_batches
 
 PAIR = ["topic", "partition", "broker_a", "broker_b"]
 BATCH_COLS = ["path", "position", "partition_leader_epoch", "producer_id", "producer_epoch", "base_sequence", "is_transactional",
               "is_control", "aborted"]
+
+
+def live_records(records: DataFrame) -> DataFrame:
+    """Records of live log dirs (not ``-delete``/``-future``/``-stray``), the only ones that count."""
+    return records.where(F.col("dir_state") == "live") if "dir_state" in records.columns else records
+
+
+def record_details() -> Column:
+    """One record as the comparison and the loss jobs carry it, from a records row joined with its
+    batch (``position`` = the batch's). ``content`` is what two replicas must agree on: the key
+    and value hashes and the control type (offsets and epochs may legitimately differ)."""
+    size = F.greatest(F.col("key_size"), F.lit(0)) + F.greatest(F.col("value_size"), F.lit(0))
+    return F.struct(
+        F.col("path"), F.col("position"), F.col("partition_leader_epoch").alias("epoch"), "producer_id", "producer_epoch",
+        "base_sequence", "is_transactional", "is_control", "aborted", "control_type", "timestamp_ms",
+        F.concat_ws("/", F.coalesce("key_sha256", F.lit("-")), F.coalesce("value_sha256", F.lit("-")),
+                    F.coalesce("control_type", F.lit(""))).alias("content"),
+        "key_sha256", "value_sha256", size.alias("size"),
+    )
 
 
 def replica_pairs(replica_logs: DataFrame) -> DataFrame:
@@ -46,17 +66,7 @@ def _side_records(records: DataFrame, unmatched: DataFrame, side: str) -> DataFr
     )
     u = unmatched.select(*PAIR, *BATCH_COLS)
     j = u.join(recs, ["topic", "partition", f"broker_{side}", "path", "position"])
-    size = F.greatest(F.col("key_size"), F.lit(0)) + F.greatest(F.col("value_size"), F.lit(0))
-    return j.select(
-        *PAIR, "offset",
-        F.struct(
-            F.col("path"), F.col("position"), F.col("partition_leader_epoch").alias("epoch"), "producer_id", "producer_epoch",
-            "base_sequence", "is_transactional", "is_control", "aborted", "control_type", "timestamp_ms",
-            F.concat_ws("/", F.coalesce("key_sha256", F.lit("-")), F.coalesce("value_sha256", F.lit("-")),
-                        F.coalesce("control_type", F.lit(""))).alias("content"),
-            "key_sha256", "value_sha256", size.alias("size"),
-        ).alias(side),
-    )
+    return j.select(*PAIR, "offset", record_details().alias(side))
 
 
 def with_txn_outcome(batches: DataFrame, records: DataFrame) -> DataFrame:
@@ -89,9 +99,9 @@ def record_diffs(batches: DataFrame, records: DataFrame, replica_logs: DataFrame
     pairs = replica_pairs(replica_logs)
     ua = _unmatched(b, pairs, "a", "b")
     ub = _unmatched(b, pairs, "b", "a")
-    live_records = records.where(F.col("dir_state") == "live") if "dir_state" in records.columns else records
-    ra = _side_records(live_records, ua, "a")
-    rb = _side_records(live_records, ub, "b")
+    live = live_records(records)
+    ra = _side_records(live, ua, "a")
+    rb = _side_records(live, ub, "b")
     j = ra.join(rb, [*PAIR, "offset"], "full_outer")
     status = (
         F.when(F.col("a").isNull(), "only_b")
@@ -107,10 +117,7 @@ def diff_ranges(diffs: DataFrame, replica_logs: DataFrame) -> DataFrame:
     An ``only_*`` offset is classified against the lacking replica's own log: above its LEO it is
     simply behind (benign), below its log start it was deleted (benign), inside it is a hole.
     """
-    w = Window.partitionBy(*PAIR, "status").orderBy("offset")
-    d = diffs.withColumn("_prev", F.lag("offset").over(w))
-    d = d.withColumn("_brk", (F.col("_prev").isNull() | (F.col("offset") != F.col("_prev") + 1)).cast("int"))
-    d = d.withColumn("_grp", F.sum("_brk").over(w.rowsBetween(Window.unboundedPreceding, 0)))
+    d = islands(diffs, [*PAIR, "status"], name="_grp")
 
     def side_aggs(side: str) -> list:
         s = F.col(side)

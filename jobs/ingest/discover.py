@@ -21,12 +21,11 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from jobs.ingest.archives import text
 from parsers.broker_log import node_from_name
 from parsers.files import KINDS, detect
 from parsers.meta_properties import parse as parse_meta
 from parsers.names import FIXED_NAMES, parse_partition_dir
-
-from .archives import text
 
 log = logging.getLogger(__name__)
 

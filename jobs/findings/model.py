@@ -1,6 +1,8 @@
 """The findings vocabulary and document: one place that knows the contract's finding shape.
 
-Detections build ``Finding`` objects (few: one per anomaly, never one per record), so the driver
+Each finding module declares its kinds with their severity (``registry.KIND_SEVERITY`` gathers
+them): corrupt or lost data is an error, what is inconsistent but not proven harmful a warning,
+context info. Detections build ``Finding`` objects (few: one per anomaly, never one per record), so the driver
 may hold them. They become the ``findings`` table and ``findings.json`` with the exact field
 names of ../shared/docs/contract.md.
 """
@@ -18,54 +20,12 @@ from typing import Any
 
 from pyspark.sql import types as T
 
-SEVERITIES = ("error", "warning", "info")
-SEVERITY_RANK = {"error": 0, "warning": 1, "info": 2}
+from .severity import SEVERITY_RANK
 
-# Severity per kind (the contract's vocabulary plus our additions). Corrupt or lost data is an
-# error (a torn tail is a write cut short: what it held is gone; a wrong offset or transaction index
-# serves wrong data until rebuilt); what is inconsistent but not proven harmful is a warning
-# (a truncation below the HW is the mechanism; the records it lost are the acked_data_loss error);
-# context is info.
-KIND_SEVERITY: dict[str, str] = {
-    "crc_mismatch": "error",
-    "invalid_batch": "error",
-    "offset_regression": "error",
-    "torn_tail": "error",
-    "zero_filled_tail": "warning",
-    "segment_overlap": "error",
-    "segment_gap": "warning",
-    "offset_gap": "warning",
-    "index_mismatch": "error",
-    "timeindex_mismatch": "warning",
-    "txnindex_mismatch": "error",
-    "checkpoint_malformed": "warning",
-    "checkpoint_inconsistent": "warning",
-    "leader_epoch_malformed": "warning",
-    "producer_snapshot_corrupt": "warning",
-    "unclean_shutdown": "info",
-    "duplicate_sequence": "warning",
-    "hanging_transaction": "warning",
-    "replica_divergence": "error",
-    "truncation_below_hw": "warning",
-    "acked_data_loss": "error",
-    "unclean_leader_election": "error",
-    "leader_epoch_conflict": "warning",
-    "log_start_divergence": "info",
-    "topic_id_mismatch": "error",
-    "cluster_id_mismatch": "error",
-    "unreadable_file": "warning",
-    "parser_error": "warning",
-    # internal topics whose records do not decode (Kafka's own loader would reject them)
-    "metadata_record_undecodable": "warning",
-    "invalid_record": "warning",
-    # broker logs: context, not Kafka data (a log cut short by rotation or copying is common)
-    "truncated_gzip": "info",
-    "trailing_garbage": "info",
-    "corrupt_gzip": "info",
-    "not_log4j": "info",
-    "gzip_bomb": "warning",
-    "unsafe_archive_entry": "warning",
-}
+
+def ms(t: datetime | None) -> int | None:
+    """A timestamp as epoch milliseconds (the findings' time unit)."""
+    return None if t is None else int(t.timestamp() * 1000)
 
 
 @dataclass
@@ -98,6 +58,8 @@ class Finding:
 
     def __post_init__(self) -> None:
         if not self.severity:
+            from .registry import KIND_SEVERITY  # the detectors import this module
+
             self.severity = KIND_SEVERITY.get(self.kind, "warning")
         self.brokers = sorted({int(b) for b in self.brokers if b is not None})
         self.leader_epochs = sorted({int(e) for e in self.leader_epochs if e is not None and e >= 0})

@@ -7,8 +7,8 @@ Flow (all heavy work on executors, nothing parsed comes back to the driver):
    through bounded memory), smaller files of one log dir are grouped up to ``GROUP_BYTES`` /
    ``GROUP_FILES``; tasks are ordered largest first so the long ones start early;
 3. the task list is a DataFrame with one row (and one Spark partition) per task; ``mapInArrow``
-   runs ``parse_tasks.run_task`` on it and the union stream is written once to ``_stage/`` split by
-   ``table`` (see parse_tasks for why a single pass);
+   runs ``tasks.run_task`` on it and the union stream is written once to ``_stage/`` split by
+   ``table`` (see tasks.py for why a single pass);
 4. per table, the stage partition is decoded back to typed Arrow batches (``mapInArrow`` again) and
    written as Parquet under ``tables/<name>/``.
 """
@@ -23,11 +23,13 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import pyarrow as pa
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import SparkSession
 from pyspark.sql import types as T
 
+from jobs.store.io import read_table, table_path, write_empty, write_table
+from jobs.store.tables import BROKERS, PARTITION_BY, SCHEMAS, schema_of
+
 from . import discover as disc
-from .tables import ALL_TABLES, BROKERS, PARTITION_BY, SCHEMAS, schema_of
 
 log = logging.getLogger(__name__)
 
@@ -62,45 +64,6 @@ class IngestResult:
     rows: dict[str, int] = field(default_factory=dict)
     seconds: dict[str, float] = field(default_factory=dict)
     problems: int = 0
-
-
-def table_path(out: Path, name: str) -> Path:
-    """Where table ``name`` lives in an output DIR (or a staging dir)."""
-    return Path(out) / "tables" / name
-
-
-def read_table(spark: SparkSession, out: Path, name: str) -> DataFrame:
-    """Table ``name`` of an output DIR, without needing the catalog (an empty table if absent)."""
-    path = table_path(out, name)
-    if not path.is_dir() or not (any(path.glob("*.parquet")) or any(path.glob("*=*"))):
-        if name in ALL_TABLES:
-            from pyspark.sql.pandas.types import from_arrow_schema
-
-            return spark.createDataFrame([], from_arrow_schema(schema_of(name)))
-        raise FileNotFoundError(f"no table {name!r} in {out}")
-    return spark.read.parquet(str(path))
-
-
-def write_table(df: DataFrame, out: Path, name: str, partition_by: list[str] | None = None) -> Path:
-    """Write ``df`` as table ``name`` (Parquet, overwrite) under ``out/tables/``; used for job outputs too."""
-    path = table_path(out, name)
-    writer = df.write.mode("overwrite")
-    if partition_by:
-        writer = writer.partitionBy(*partition_by)
-    writer.parquet(str(path))
-    return path
-
-
-def write_empty(out: Path, name: str, schema: pa.Schema) -> Path:
-    """An empty table that still carries its schema (Spark cannot infer one from no files), so
-    readers, the catalog and spark-sql see every table even when no input file fed it."""
-    import pyarrow.parquet as pq
-
-    path = table_path(out, name)
-    shutil.rmtree(path, ignore_errors=True)
-    path.mkdir(parents=True)
-    pq.write_table(schema.empty_table(), path / "part-00000-empty.parquet")
-    return path
 
 
 def group_bytes_for(total_bytes: int, parallelism: int) -> int:
@@ -143,7 +106,7 @@ def _parse_stage(payloads: bool, files_acc, bytes_acc, parse_acc):
     """The mapInArrow function of step 3 (a closure Spark ships to the executors)."""
 
     def run(batches):
-        from jobs.parse_tasks import STAGE_SCHEMA, run_task
+        from jobs.ingest.tasks import STAGE_SCHEMA, run_task
 
         for batch in batches:
             for task in batch.to_pylist():
@@ -165,8 +128,8 @@ def _parse_stage(payloads: bool, files_acc, bytes_acc, parse_acc):
 
 def _decoder(name: str, payloads: bool):
     def run(batches):
-        from jobs.parse_tasks import from_ipc
-        from jobs.tables import schema_of
+        from jobs.ingest.tasks import from_ipc
+        from jobs.store.tables import schema_of
 
         schema = schema_of(name, payloads)
         for batch in batches:
@@ -226,7 +189,7 @@ def ingest(spark: SparkSession, inputs: list[Path], work_dir: Path, payloads: bo
     ``work_dir`` is the staging directory of ``outdir.staged_output``; no catalog is touched here
     (the catalog is registered after the swap, see catalog.py).
     """
-    from .progress import Progress
+    from jobs.ingest.progress import Progress
 
     t0 = time.monotonic()
     work_dir = Path(work_dir)
@@ -248,7 +211,7 @@ def ingest(spark: SparkSession, inputs: list[Path], work_dir: Path, payloads: bo
         if tasks:
             rdd = sc.parallelize([(t["task"], t["bytes"], t["files"]) for t in tasks], len(tasks))
             task_df = spark.createDataFrame(rdd, TASK_SCHEMA)
-            from .parse_tasks import STAGE_SCHEMA
+            from jobs.ingest.tasks import STAGE_SCHEMA
 
             staged = task_df.mapInArrow(_parse_stage(payloads, files_acc, bytes_acc, parse_acc), _spark_schema(STAGE_SCHEMA))
             staged.write.mode("overwrite").option("compression", "none").partitionBy("table").parquet(str(stage))
@@ -275,7 +238,7 @@ def ingest(spark: SparkSession, inputs: list[Path], work_dir: Path, payloads: bo
         [[b[f.name] for f in BROKERS] for b in brokers], _spark_schema(BROKERS))
     write_table(brokers_df.coalesce(1), work_dir, "brokers")
     if problems:
-        from .parse_tasks import problem_rows
+        from jobs.ingest.tasks import problem_rows
 
         extra = pa.concat_tables([
             problem_rows({"broker": None, "log_dir": None, "topic": None, "partition": None, "dir_state": None, "path": p["path"]},

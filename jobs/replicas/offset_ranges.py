@@ -16,19 +16,27 @@ from pyspark.sql import functions as F
 from .replica_logs import REPLICA_KEY, live_segment_batches
 
 
+def islands(df: DataFrame, keys: list[str], start: str = "offset", end: str = "offset", order: list[str] | None = None,
+            same: tuple | list = (), name: str = "_island") -> DataFrame:
+    """Number the runs of consecutive offsets within ``keys`` (gaps and islands) in column ``name``:
+    a row opens a new run when it does not continue the previous one (``start`` is not the
+    previous ``end`` + 1) or one of the ``same`` columns changes. Window functions only, so it
+    scales with the data; rows of one run share the number, to group by."""
+    w = Window.partitionBy(*keys).orderBy(*(order or [start]))
+    prev_end = F.lag(end).over(w)
+    brk = prev_end.isNull() | (F.col(start) != prev_end + 1)
+    for c in same:
+        brk = brk | (F.col(c) != F.lag(c).over(w))
+    return df.withColumn(name, F.sum(brk.cast("int")).over(w.rowsBetween(Window.unboundedPreceding, 0)))
+
+
 def build(t: dict[str, DataFrame], replica_logs: DataFrame) -> DataFrame:
     b = live_segment_batches(t["batches"]).select(
         *REPLICA_KEY, "path", "position", "base_offset", "last_offset", "record_count", "size", "is_control",
         F.coalesce("partition_leader_epoch", F.lit(-1)).alias("leader_epoch"),
     )
-    w = Window.partitionBy(*REPLICA_KEY).orderBy("base_offset", "position")
-    b = b.withColumn("_prev_last", F.lag("last_offset").over(w)).withColumn("_prev_epoch", F.lag("leader_epoch").over(w))
-    brk = (
-        F.col("_prev_last").isNull()
-        | (F.col("base_offset") != F.col("_prev_last") + 1)
-        | (F.col("leader_epoch") != F.col("_prev_epoch"))
-    )
-    b = b.withColumn("_grp", F.sum(brk.cast("int")).over(w.rowsBetween(Window.unboundedPreceding, 0)))
+    b = islands(b, REPLICA_KEY, start="base_offset", end="last_offset", order=["base_offset", "position"], same=["leader_epoch"],
+                name="_grp")
     data = b.groupBy(*REPLICA_KEY, "_grp").agg(
         F.min("base_offset").alias("first_offset"),
         F.max("last_offset").alias("last_offset"),

@@ -1,0 +1,129 @@
+"""The case a detector reads: the ingested tables and the views several detectors share, each
+computed once per run.
+
+``Case.open`` writes the job tables (replica_logs, epoch_lineage, offset_ranges, metadata_events,
+broker_events, timeline) into the output DIR and reads them back, so every view comes from what
+is on disk. Views are computed on first use. What reaches the driver is per replica, per range or
+per event (thousands of rows for thousands of partitions), never per record. A finding module may
+share a view of its own with ``case.shared(fn)``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from jobs.history import metadata, timeline, views
+from jobs.replicas import compare, epoch_lineage, offset_ranges, replica_logs
+from jobs.replicas.ledger import read_ledger
+from jobs.replicas.survivors import survivors, survivors_frame
+from jobs.store.io import read_table, write_table
+
+INPUT_TABLES = ["brokers", "files", "batches", "records", "checkpoints", "leader_epochs", "partition_metadata",
+                "clean_shutdown", "problems", "index_files", "index_entries", "producer_states", "metadata_records", "consumer_offsets",
+                "transactions", "log_events"]
+JOB_TABLES = ["replica_logs", "epoch_lineage", "offset_ranges", "metadata_events", "broker_events", "timeline", "findings"]
+
+
+class Case:
+    """One ingested output DIR under investigation (``ledger``: the producers' acknowledgements, if given)."""
+
+    def __init__(self, spark: SparkSession, out: Path, tables: dict[str, DataFrame], ledger: Path | None = None) -> None:
+        self.spark, self.out, self.tables, self.ledger = spark, Path(out), tables, ledger
+        self._shared: dict[Callable, Any] = {}
+
+    @classmethod
+    def open(cls, spark: SparkSession, out: Path, ledger: Path | None = None) -> Case:
+        """Read the ingested tables under ``out`` and write the job tables next to them."""
+        case = cls(spark, out, {name: read_table(spark, out, name) for name in INPUT_TABLES}, ledger)
+        case.write_job_tables()
+        return case
+
+    def write_job_tables(self) -> None:
+        t, out = self.tables, self.out
+        write_table(replica_logs.build(t), out, "replica_logs")
+        write_table(epoch_lineage.build(t), out, "epoch_lineage")
+        write_table(offset_ranges.build(t, self.replica_logs), out, "offset_ranges")
+        write_table(metadata.metadata_events(t["metadata_records"]), out, "metadata_events")
+        write_table(metadata.broker_events(t["metadata_records"]), out, "broker_events")
+        tl = timeline.build(self.metadata_events, read_table(self.spark, out, "broker_events"), read_table(self.spark, out, "epoch_lineage"),
+                            self.log_events, t["consumer_offsets"], self.replica_logs.select("topic", "partition", "broker"))
+        write_table(tl.orderBy("topic", "partition", F.col("time").asc_nulls_last(), "seq").coalesce(1), out, "timeline")
+
+    def shared(self, fn: Callable[[Case], Any]) -> Any:
+        """``fn(self)``, computed once per case: a view several detectors read."""
+        if fn not in self._shared:
+            self._shared[fn] = fn(self)
+        return self._shared[fn]
+
+    def close(self) -> None:
+        for name in ("diffs", "batches", "replica_logs", "ledger_records"):
+            df = self.__dict__.get(name)
+            if df is not None:
+                df.unpersist()
+
+    # -- replicas ---------------------------------------------------------------------------
+    @cached_property
+    def replica_logs(self) -> DataFrame:
+        return read_table(self.spark, self.out, "replica_logs").cache()
+
+    @cached_property
+    def rl(self) -> list:
+        """replica_logs, collected (one row per replica)."""
+        return self.replica_logs.collect()
+
+    @cached_property
+    def lineage(self) -> list:
+        return read_table(self.spark, self.out, "epoch_lineage").collect()
+
+    @cached_property
+    def holes(self) -> list:
+        """offset_ranges holes that nothing benign explains."""
+        ranges = read_table(self.spark, self.out, "offset_ranges")
+        return ranges.where((F.col("kind") == "hole") & (F.col("reason") == "unexplained")).collect()
+
+    @cached_property
+    def batches(self) -> DataFrame:
+        """Live segment batches with their transaction outcome (``aborted``)."""
+        return compare.with_txn_outcome(self.tables["batches"], self.tables["records"]).cache()
+
+    @cached_property
+    def diffs(self) -> DataFrame:
+        """Record-level differences between replica pairs (divergence and loss both read them)."""
+        return compare.record_diffs(self.batches, self.tables["records"], self.replica_logs).cache()
+
+    @cached_property
+    def ranges(self) -> list:
+        return compare.diff_ranges(self.diffs, self.replica_logs).collect()
+
+    @cached_property
+    def survivors(self) -> dict:
+        return survivors(self.rl)
+
+    @cached_property
+    def survivors_df(self) -> DataFrame:
+        return survivors_frame(self.spark, self.survivors)
+
+    @cached_property
+    def ledger_records(self) -> DataFrame | None:
+        return None if self.ledger is None else read_ledger(self.spark, self.ledger).cache()
+
+    # -- history ----------------------------------------------------------------------------
+    @cached_property
+    def metadata_events(self) -> DataFrame:
+        return read_table(self.spark, self.out, "metadata_events")
+
+    @cached_property
+    def log_events(self) -> DataFrame:
+        """Broker log events with topic names resolved from the metadata log."""
+        return timeline.named_log_events(self.tables["log_events"], timeline.topic_names(self.metadata_events))
+
+    @cached_property
+    def history(self) -> dict:
+        t = self.tables
+        return views.collect(self.metadata_events, self.log_events, self.replica_logs, t["consumer_offsets"], t["transactions"])

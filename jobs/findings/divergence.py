@@ -1,0 +1,69 @@
+"""Replicas of a partition holding different records at the same offsets (the logs forked).
+
+Not findings (the contract's benign list): a follower behind the leader (offsets above its LEO),
+records below a replica's log start, replicas' HW checkpoints lagging each other, leader-epoch
+entries of empty epochs differing between replicas, holes in compacted logs.
+"""
+
+from __future__ import annotations
+
+from .model import Evidence, Finding
+
+KINDS = {
+    "replica_divergence": "error",
+    # the log start moved consistently across replicas (retention, deleteRecords): context only
+    "log_start_divergence": "info",
+}
+
+
+def producer_entries(keys, lo, hi) -> list[dict]:
+    return [{"producer_id": k["producer_id"], "producer_epoch": k["producer_epoch"], "first_sequence": lo, "last_sequence": hi}
+            for k in (keys or [])][:10]
+
+
+def divergence_findings(ranges: list) -> list[Finding]:
+    """One finding per divergent offset range, merging replica pairs that diverge over the same range."""
+    merged: dict[tuple, dict] = {}
+    for g in ranges:
+        if g["status"] != "divergent":
+            continue
+        key = (g["topic"], g["partition"], g["first_offset"], g["last_offset"])
+        m = merged.setdefault(key, {"brokers": set(), "epochs": set(), "ev": [], "bytes": 0, "records": g["offsets"],
+                                    "producers": [], "ts": []})
+        m["brokers"] |= {g["broker_a"], g["broker_b"]}
+        m["epochs"] |= set(g["epochs_a"] or []) | set(g["epochs_b"] or [])
+        m["bytes"] = max(m["bytes"], (g["bytes_a"] or 0), (g["bytes_b"] or 0))
+        for side in ("a", "b"):
+            ev = Evidence(g[f"broker_{side}"], g[f"path_{side}"], g[f"position_{side}"],
+                          f"leader epochs {sorted(g[f'epochs_{side}'] or [])} at offsets {g['first_offset']}-{g['last_offset']}")
+            if all((e.broker, e.path) != (ev.broker, ev.path) for e in m["ev"]):
+                m["ev"].append(ev)
+            m["producers"] += producer_entries(g[f"producer_keys_{side}"], g[f"min_seq_{side}"], g[f"max_seq_{side}"])
+            m["ts"] += [g[f"first_ts_{side}"], g[f"last_ts_{side}"]]
+    out = []
+    for (topic, part, first, last), m in merged.items():
+        ts = [t for t in m["ts"] if t is not None]
+        out.append(Finding(
+            kind="replica_divergence", topic=topic, partition=part, brokers=sorted(m["brokers"]),
+            first_offset=first, last_offset=last, records=m["records"], bytes=m["bytes"], leader_epochs=sorted(m["epochs"]),
+            producers=_dedupe(m["producers"]), first_timestamp=min(ts) if ts else None, last_timestamp=max(ts) if ts else None,
+            evidence=m["ev"],
+            explanation=f"Brokers {', '.join(map(str, sorted(m['brokers'])))} hold different records at offsets {first}-{last} of "
+                        f"{topic}-{part} (leader epochs {sorted(m['epochs'])}): the logs forked, as after an unclean election or a "
+                        "truncation to a stale high watermark (KAFKA-1211); the replica with the latest epoch is what survives.",
+        ))
+    return out
+
+
+def _dedupe(producers: list[dict]) -> list[dict]:
+    seen, out = set(), []
+    for p in producers:
+        k = (p["producer_id"], p["producer_epoch"])
+        if k not in seen:
+            seen.add(k)
+            out.append(p)
+    return out
+
+
+def find(case) -> list[Finding]:
+    return divergence_findings(case.ranges)

@@ -1,0 +1,189 @@
+"""Committed data the cluster lost: offsets below a replica's checkpointed HW, or acknowledged in the
+producer ledger, that the surviving log lacks; and consumer commits beyond every replica's log end
+(consumers only read below the HW, so those offsets were committed data that is gone).
+
+The surviving log is the replica carrying the latest leader epoch (``jobs.replicas.survivors``):
+whatever it lacks is lost to the cluster even if another replica still has it on disk (that
+replica is where it can be salvaged).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+
+from jobs.replicas.ledger import ledger_lost_offsets, lost_acks, lost_ledger_rows, record_view
+from jobs.replicas.offset_ranges import islands
+
+from .divergence import producer_entries
+from .model import Evidence, Finding
+
+KINDS = {"acked_data_loss": "error"}
+
+
+def hw_lost_offsets(diffs: DataFrame, sv: DataFrame) -> DataFrame:
+    """Offsets some replica checkpointed as committed (below its HW) that the surviving log lacks
+    or holds with other content, with the holder's record details (record level, stays in Spark).
+    ``sv``: ``jobs.replicas.survivors.survivors_frame``."""
+    d = diffs.join(sv, ["topic", "partition"])
+    parts = []
+    for other, me in (("a", "b"), ("b", "a")):
+        # survivor is side `me`; the holder is side `other`
+        sel = d.where(F.col(f"broker_{me}") == F.col("survivor")).where(F.col(other).isNotNull())
+        sel = sel.where(
+            (F.col("status") == "divergent") | ((F.col("status") == f"only_{other}") & ~F.col("s_compacted"))
+        ).where(F.col("offset") >= F.col("s_log_start")).where(
+            ~F.col(f"{other}.is_control") & ~F.coalesce(F.col(f"{other}.aborted"), F.lit(False))
+        )
+        parts.append(sel.select(
+            "topic", "partition", "offset", "survivor", "status",
+            F.col(f"broker_{other}").alias("holder"), F.col(other).alias("rec"), F.lit("hw").alias("source"),
+        ))
+    return parts[0].unionByName(parts[1])
+
+
+def committed_loss(lost: DataFrame, replica_logs: DataFrame) -> DataFrame:
+    """Keep offsets below the holder's own HW checkpoint: those were committed."""
+    hw = replica_logs.select("topic", "partition", F.col("broker").alias("holder"), F.col("hw_checkpoint").alias("holder_hw"))
+    return lost.join(hw, ["topic", "partition", "holder"]).where(F.col("offset") < F.col("holder_hw"))
+
+
+def loss_ranges(lost: DataFrame) -> list:
+    """Group lost offsets (one row per offset and holder) into ranges per partition."""
+    per_offset = lost.groupBy("topic", "partition", "offset").agg(
+        F.first("survivor").alias("survivor"),
+        F.sort_array(F.collect_set("holder")).alias("holders"),
+        F.max("rec.size").alias("size"),
+        F.first("rec.epoch").alias("epoch"),
+        F.first("rec.producer_id").alias("producer_id"),
+        F.first("rec.producer_epoch").alias("producer_epoch"),
+        F.first("rec.base_sequence").alias("seq"),
+        F.first("rec.timestamp_ms").alias("ts"),
+        F.first("rec.path").alias("path"),
+        F.first("rec.position").alias("position"),
+        F.max(F.col("status") == "divergent").alias("overwritten"),
+        F.max("holder_hw").alias("holder_hw"),
+        F.max("source").alias("source"),
+    )
+    g = islands(per_offset, ["topic", "partition"]).groupBy("topic", "partition", "_island").agg(
+        F.min("offset").alias("first_offset"), F.max("offset").alias("last_offset"), F.count("*").alias("records"),
+        F.sum("size").cast("long").alias("bytes"), F.first("survivor").alias("survivor"),
+        F.array_distinct(F.flatten(F.collect_list("holders"))).alias("holders"),
+        F.collect_set("epoch").alias("epochs"),
+        F.collect_set(F.when(F.col("producer_id") >= 0, F.struct("producer_id", F.col("producer_epoch").cast("int").alias("producer_epoch")))).alias("pkeys"),
+        F.min(F.when(F.col("producer_id") >= 0, F.col("seq"))).alias("min_seq"),
+        F.max(F.when(F.col("producer_id") >= 0, F.col("seq"))).alias("max_seq"),
+        F.min("ts").alias("first_ts"), F.max("ts").alias("last_ts"),
+        F.min_by("path", "offset").alias("path"), F.min_by("position", "offset").alias("position"),
+        F.max("overwritten").alias("overwritten"), F.max("holder_hw").alias("holder_hw"),
+        F.collect_set("source").alias("sources"),
+    )
+    return g.collect()
+
+
+def loss_findings(ranges: list) -> list[Finding]:
+    out = []
+    for g in ranges:
+        holders = [h for h in (g["holders"] or []) if h is not None]
+        sources = set(g["sources"] or [])
+        why = []
+        if "hw" in sources:
+            why.append(f"below a checkpointed high watermark ({g['holder_hw']})")
+        if "ledger" in sources:
+            why.append("acknowledged in the producer ledger")
+        where = (f"still held by broker {', '.join(map(str, holders))} (salvageable; it will truncate them when it follows the leader)"
+                 if holders else "held by no replica")
+        ev = [Evidence(h, g["path"], g["position"], "holds the committed copy") for h in holders[:3]]
+        ev.append(Evidence(g["survivor"], None, None,
+                           f"surviving log (latest leader epoch) {'holds other records' if g['overwritten'] else 'lacks them'}"))
+        out.append(Finding(
+            kind="acked_data_loss", topic=g["topic"], partition=g["partition"], brokers=[g["survivor"], *holders],
+            first_offset=g["first_offset"], last_offset=g["last_offset"], records=g["records"], bytes=g["bytes"],
+            leader_epochs=list(g["epochs"] or []),
+            producers=producer_entries(g["pkeys"], g["min_seq"], g["max_seq"]),
+            first_timestamp=g["first_ts"], last_timestamp=g["last_ts"], evidence=ev, salvage_brokers=holders,
+            explanation=f"{g['records']} committed records ({' and '.join(why)}) at offsets {g['first_offset']}-{g['last_offset']} "
+                        f"of {g['topic']}-{g['partition']} are not in the surviving log on broker {g['survivor']}; {where}.",
+        ))
+    return out
+
+
+def consumer_loss_findings(commits: list, rl: list, loss: list[Finding]) -> list[Finding]:
+    """Committed consumer offsets beyond every replica's log end. ``commits``: latest commit per
+    (group, topic, partition) with path/offset evidence. Existing loss findings that cover the
+    same offsets get the commit as evidence instead of a second count."""
+    leo: dict[tuple, int] = {}
+    for r in rl:
+        if r["dir_state"] == "live" and r["leo"] is not None:
+            k = (r["topic"], r["partition"])
+            leo[k] = max(leo.get(k, r["leo"]), r["leo"])
+    out = []
+    by = defaultdict(list)
+    for c in commits:
+        k = (c["topic"], c["partition"])
+        if k in leo and c["committed_offset"] is not None and c["committed_offset"] > leo[k]:
+            by[k].append(c)
+    for k, cs in by.items():
+        top = max(c["committed_offset"] for c in cs)
+        first, last = leo[k], top - 1
+        ev = [Evidence(c["broker"], c["path"], c["batch_position"],
+                       f"__consumer_offsets: group {c['group']} committed offset {c['committed_offset']}") for c in cs[:5]]
+        hit = [f for f in loss if f.topic == k[0] and f.partition == k[1] and f.first_offset is not None
+               and f.first_offset <= last and f.last_offset >= first]
+        if hit:
+            hit[0].evidence.extend(ev)
+            continue
+        out.append(Finding(
+            kind="acked_data_loss", topic=k[0], partition=k[1], brokers=[],
+            first_offset=first, last_offset=last, records=last - first + 1, evidence=ev,
+            explanation=f"Consumer group(s) {', '.join(sorted({c['group'] for c in cs}))} committed offsets up to {top} on "
+                        f"{k[0]}-{k[1]} but no replica's log reaches beyond {first}: offsets {first}-{last} were read (so committed) "
+                        "and are gone.",
+        ))
+    return out
+
+
+def _committed_ranges(case) -> list:
+    if not case.survivors:
+        return []
+    lost = committed_loss(hw_lost_offsets(case.diffs, case.survivors_df), case.replica_logs)
+    if case.ledger_records is not None:
+        led = ledger_lost_offsets(case.ledger_records, case.tables["records"], case.batches, case.survivors_df)
+        lost = lost.select(*led.columns).unionByName(led)
+    return loss_ranges(lost)
+
+
+def committed_ranges(case) -> list:
+    """Lost committed offsets in ranges (HW evidence, and the ledger's when given), once per case:
+    truncation reads them too."""
+    return case.shared(_committed_ranges)
+
+
+def _lost_acks(case) -> list:
+    if not case.survivors or case.ledger_records is None:
+        return []
+    rv = record_view(case.tables["records"], case.batches)
+    return lost_acks(lost_ledger_rows(case.ledger_records, rv, case.survivors_df))
+
+
+def ledger_acks(case) -> list:
+    """Lost ledger records per partition and acks setting, with their acknowledgement times (a few rows)."""
+    return case.shared(_lost_acks)
+
+
+def _hw_loss(case) -> list[Finding]:
+    return loss_findings(committed_ranges(case))
+
+
+def hw_loss(case) -> list[Finding]:
+    """The acked_data_loss findings of the surviving logs, once per case (truncation weighs them)."""
+    return case.shared(_hw_loss)
+
+
+def find(case) -> list[Finding]:
+    loss = hw_loss(case)
+    h = case.history
+    complete = [r for r in case.rl if (r["topic"], r["partition"]) in h["complete"]]
+    return loss + consumer_loss_findings(h["commits"], complete, loss)

@@ -1,0 +1,12 @@
+"""Every detector, in the order they run: each is a module with ``KINDS`` (kind → severity) and
+``find(case) -> list[Finding]``. Adding a finding kind: a module (or a function in the closest
+one), a line here if it is a new module, and a row in docs/findings.md."""
+
+from __future__ import annotations
+
+from . import checkpoints, damage, divergence, elections, gaps, identity, loss, producers, shutdown, transactions, truncation
+
+DETECTORS = (damage, shutdown, checkpoints, gaps, producers, transactions, divergence, loss, truncation, elections, identity)
+
+# The finding vocabulary: the contract's kinds plus ours, each with its severity.
+KIND_SEVERITY: dict[str, str] = {kind: sev for d in DETECTORS for kind, sev in d.KINDS.items()}

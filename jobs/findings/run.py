@@ -1,0 +1,27 @@
+"""Run every forensic job over an ingested DIR: job tables back into DIR, findings out.
+
+The case (``case.py``) writes the job tables and holds the views the detectors share; each
+detector of the registry reads what it needs from it. Findings are few (one per anomaly).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pyspark.sql import SparkSession
+
+from jobs.store.io import write_table
+
+from .case import Case
+from .model import FINDINGS_SCHEMA, Finding, finalize, to_rows
+from .registry import DETECTORS
+
+
+def run(spark: SparkSession, out: Path, ledger: Path | None = None) -> list[Finding]:
+    """Compute the job tables and findings of the ingested tables under ``out``; write the job
+    tables there and return the findings (the caller writes findings.json)."""
+    case = Case.open(spark, out, ledger)
+    findings = finalize([f for detector in DETECTORS for f in detector.find(case)])
+    write_table(spark.createDataFrame(to_rows(findings), FINDINGS_SCHEMA).coalesce(1), out, "findings")
+    case.close()
+    return findings

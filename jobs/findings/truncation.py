@@ -1,0 +1,145 @@
+"""Truncation below a high watermark: a replica lacking offsets below a HW (its own checkpoint, or
+another replica's when it is the surviving log); a broker that logged a truncation below a HW it
+had logged earlier (state-change lines, or loaded at start-up; a log loaded later, after a clean
+truncation, logs its new HW and resets the comparison); or, with a ledger and the metadata log, a
+leader that acknowledged records while its high watermark covered them (acks=all, or it was alone
+in the ISR) and no longer holds them.
+
+A truncation below the HW is the mechanism (warning); the records it lost are ``acked_data_loss``.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from datetime import datetime
+
+from . import loss
+from .model import Evidence, Finding, ms
+
+KINDS = {"truncation_below_hw": "warning"}
+
+
+def truncation_findings(rl: list, surv: dict, hw_ranges: list) -> list[Finding]:
+    """A replica lacking offsets below a high watermark: its own (HW checkpoint > LEO), or another
+    replica's when it is the surviving log (what it lacks is gone for everyone)."""
+    out = []
+    for r in rl:
+        if r["dir_state"] == "live" and r["hw_checkpoint"] is not None and r["segments"] and r["hw_checkpoint"] > r["leo"]:
+            out.append(Finding(
+                kind="truncation_below_hw", topic=r["topic"], partition=r["partition"], brokers=[r["broker"]],
+                first_offset=r["leo"], last_offset=r["hw_checkpoint"] - 1, records=r["hw_checkpoint"] - r["leo"],
+                evidence=[Evidence(r["broker"], r["log_dir"], None,
+                                   f"replication-offset-checkpoint HW {r['hw_checkpoint']} > LEO {r['leo']}")],
+                explanation=f"Broker {r['broker']} checkpointed a high watermark of {r['hw_checkpoint']} for {r['topic']}-{r['partition']} "
+                            f"but its log ends at {r['leo']}: it lost committed offsets (truncation or lost writes).",
+            ))
+    for g in hw_ranges:
+        if "hw" not in set(g["sources"] or []) or g["overwritten"]:
+            continue
+        holders = [h for h in (g["holders"] or []) if h is not None]
+        out.append(Finding(
+            kind="truncation_below_hw", topic=g["topic"], partition=g["partition"], brokers=[g["survivor"], *holders],
+            first_offset=g["first_offset"], last_offset=g["last_offset"], records=g["records"],
+            leader_epochs=list(g["epochs"] or []),
+            evidence=[Evidence(g["survivor"], None, None, f"surviving log ends below HW {g['holder_hw']} checkpointed by "
+                                                           f"broker {', '.join(map(str, holders))}")],
+            explanation=f"The surviving log of {g['topic']}-{g['partition']} (broker {g['survivor']}) lacks offsets "
+                        f"{g['first_offset']}-{g['last_offset']}, below the high watermark another replica checkpointed: "
+                        "the other replicas will truncate them away.",
+        ))
+    return out
+
+
+def logged_truncation_findings(log_rows: list) -> list[Finding]:
+    """A truncation below a HW the same broker logged earlier for the partition. ``log_rows``:
+    log_events of one kind or another with topic, partition, node, time, line_no, event, offset, hw."""
+    seq = defaultdict(list)
+    for r in log_rows:
+        seq[(r["node"], r["topic"], r["partition"])].append(r)
+    out = []
+    for (node, topic, part), rows in seq.items():
+        rows.sort(key=lambda r: (r["time"] is None, r["time"] or datetime.min, r["path"], r["line_no"]))
+        hw = hw_row = None
+        for r in rows:
+            if r["event"] == "startup":
+                continue
+            if r["hw"] is not None and r["event"] != "truncation":
+                hw, hw_row = r["hw"], r
+            if r["event"] == "truncation" and r["offset"] is not None and hw is not None and r["offset"] < hw:
+                out.append(Finding(
+                    kind="truncation_below_hw", topic=topic, partition=part, brokers=[node],
+                    first_offset=r["offset"], last_offset=hw - 1, records=hw - r["offset"],
+                    leader_epochs=[r["leader_epoch"]] if r["leader_epoch"] is not None else [],
+                    first_timestamp=ms(r["time"]), last_timestamp=ms(r["time"]),
+                    evidence=[Evidence(node, r["path"], r["line_no"], f"line {r['line_no']}: {r['text'][:200]}"),
+                              Evidence(node, hw_row["path"], hw_row["line_no"], f"line {hw_row['line_no']}: high watermark {hw}")],
+                    explanation=f"Broker {node} truncated {topic}-{part} to offset {r['offset']}, below the high watermark {hw} "
+                                "it had logged: committed records were removed from this replica.",
+                ))
+                hw = r["offset"]
+    return out
+
+
+def ledger_truncation_findings(acks: list, events: list, rl: list, loss: list) -> list[Finding]:
+    """With a ledger and the metadata log: records acknowledged by a leader whose high watermark
+    already covered them (acks=all, or the leader alone in the ISR), lost from that leader's own
+    log, prove the leader truncated below its HW (the server log line may be gone with a restart).
+
+    ``acks``: per (topic, partition) lost ledger offsets grouped by (acks) with min/max offset and
+    ack times; ``events``: metadata_events rows (leader_change / partition_created / isr_change);
+    ``loss``: acked_data_loss findings (what is lost for the cluster)."""
+    hist = defaultdict(list)
+    for e in events:
+        if e["time"] is not None and e["source"] == "log":
+            hist[(e["topic"], e["partition"])].append(e)
+    for v in hist.values():
+        v.sort(key=lambda e: e["meta_offset"])
+    have = {(r["topic"], r["partition"], r["broker"]) for r in rl if r["dir_state"] == "live"}
+    out = []
+    for a in acks:
+        key = (a["topic"], a["partition"])
+        ev = hist.get(key)
+        if not ev or a["first_ack"] is None:
+            continue
+        t0, t1 = a["first_ack"], a["last_ack"]
+        before = [e for e in ev if e["time"] <= t0]
+        during = [e for e in ev if t0 < e["time"] <= t1]
+        if not before:
+            continue
+        state = before[-1]
+        leader, isr = state["leader"], list(state["isr"] or [])
+        if leader is None or leader < 0 or (a["acks"] not in ("all", "-1") and isr != [leader]):
+            continue
+        if any(e["leader"] != leader or list(e["isr"] or []) != isr for e in during):
+            continue
+        if key + (leader,) not in have:
+            continue
+        lost_here = [f for f in loss if f.topic == key[0] and f.partition == key[1] and leader not in f.salvage_brokers
+                     and f.first_offset is not None and f.first_offset <= a["last_offset"] and f.last_offset >= a["first_offset"]]
+        if not lost_here:
+            continue
+        first = max(a["first_offset"], min(f.first_offset for f in lost_here))
+        last = min(a["last_offset"], max(f.last_offset for f in lost_here))
+        out.append(Finding(
+            kind="truncation_below_hw", topic=key[0], partition=key[1], brokers=[leader],
+            first_offset=first, last_offset=last, records=last - first + 1, leader_epochs=[state["leader_epoch"]],
+            first_timestamp=ms(t0), last_timestamp=ms(t1),
+            evidence=[Evidence(None, state["path"], state["batch_position"],
+                               f"__cluster_metadata offset {state['meta_offset']}: leader {leader} (epoch {state['leader_epoch']}), ISR {isr} "
+                               f"when offsets {a['first_offset']}-{a['last_offset']} were acknowledged (acks={a['acks']})"),
+                      Evidence(leader, None, None, f"broker {leader}'s log no longer holds offsets {first}-{last}")],
+            explanation=f"Broker {leader} led {key[0]}-{key[1]} with ISR {isr} when it acknowledged offsets {first}-{last}, so its "
+                        f"high watermark covered them (at least {last + 1}); its log no longer holds them: it truncated below "
+                        "its high watermark (after an unclean election elsewhere).",
+        ))
+    return out
+
+
+def find(case) -> list[Finding]:
+    h = case.history
+    out = truncation_findings(case.rl, case.survivors, loss.committed_ranges(case))
+    out += logged_truncation_findings(h["log_rows"])
+    acks = loss.ledger_acks(case)
+    if acks and h["events"]:
+        out += ledger_truncation_findings(acks, h["events"], case.rl, loss.hw_loss(case))
+    return out

@@ -1,0 +1,1 @@
+"""What happened over time: the metadata-log replay and the per-partition timeline."""

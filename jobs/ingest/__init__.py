@@ -1,0 +1,2 @@
+"""Files → tables: discovery, archives, task planning, the executor-side parse task, the ingest
+pipeline and its progress."""

@@ -1,0 +1,90 @@
+"""Job transforms alone: small createDataFrame inputs, whole expected frames (schema included)
+compared with pyspark.testing.assertDataFrameEqual (row order ignored). The end-to-end tests
+(test_forensics_*) run the same transforms on real Kafka bytes."""
+
+from __future__ import annotations
+
+from pyspark.sql.pandas.types import from_arrow_schema
+from pyspark.testing import assertDataFrameEqual
+
+from jobs.replicas import offset_ranges
+from jobs.replicas.ledger import lost_ledger_rows
+from jobs.replicas.survivors import survivors_frame
+from jobs.store.tables import schema_of
+
+
+def batches(spark, rows: list[dict]):
+    """A batches table (its real schema) with only the columns a test cares about filled."""
+    schema = from_arrow_schema(schema_of("batches"))
+    base = {"dir_state": "live", "file_kind": "segment", "is_control": False, "size": 100}
+    return spark.createDataFrame([{**{f.name: None for f in schema.fields}, **base, **r} for r in rows], schema)
+
+
+def test_islands_number_runs_of_consecutive_offsets(spark):
+    df = spark.createDataFrame([("t", 0, o) for o in (0, 1, 2, 5, 6, 9)] + [("t", 1, o) for o in (3, 4)],
+                               "topic string, partition int, offset long")
+    want = spark.createDataFrame([("t", 0, 0, 1), ("t", 0, 1, 1), ("t", 0, 2, 1), ("t", 0, 5, 2), ("t", 0, 6, 2), ("t", 0, 9, 3),
+                                  ("t", 1, 3, 1), ("t", 1, 4, 1)], "topic string, partition int, offset long, _island long")
+    assertDataFrameEqual(offset_ranges.islands(df, ["topic", "partition"]), want)
+
+
+def test_islands_of_ranges_also_break_where_a_column_changes(spark):
+    df = spark.createDataFrame([(0, 4, 0), (5, 9, 0), (10, 14, 1), (20, 24, 1)], "first long, last long, epoch int")
+    got = offset_ranges.islands(df, [], start="first", end="last", same=["epoch"], name="run")
+    want = spark.createDataFrame([(0, 4, 0, 1), (5, 9, 0, 1), (10, 14, 1, 2), (20, 24, 1, 3)],
+                                 "first long, last long, epoch int, run long")
+    assertDataFrameEqual(got, want)
+
+
+def test_offset_ranges_split_by_epoch_and_explain_holes(spark):
+    b = batches(spark, [
+        {"topic": "t", "partition": 0, "broker": 1, "path": "a.log", "position": 0, "base_offset": 0, "last_offset": 9,
+         "record_count": 10, "partition_leader_epoch": 0},
+        {"topic": "t", "partition": 0, "broker": 1, "path": "a.log", "position": 100, "base_offset": 10, "last_offset": 19,
+         "record_count": 10, "partition_leader_epoch": 1},
+        {"topic": "t", "partition": 0, "broker": 1, "path": "b.log", "position": 0, "base_offset": 25, "last_offset": 29,
+         "record_count": 5, "partition_leader_epoch": 1},
+        {"topic": "t", "partition": 0, "broker": 1, "path": "b.log", "position": 100, "base_offset": 30, "last_offset": 30,
+         "record_count": 1, "partition_leader_epoch": 1, "is_control": True},
+        # not part of a replica's log: a -delete dir
+        {"topic": "t", "partition": 0, "broker": 1, "path": "c.log", "position": 0, "base_offset": 40, "last_offset": 49,
+         "record_count": 10, "partition_leader_epoch": 1, "dir_state": "deleted"},
+    ])
+    rl = spark.createDataFrame([("t", 0, 1, False, 0)], "topic string, partition int, broker int, compacted boolean, log_start_offset long")
+    got = offset_ranges.build({"batches": b}, rl)
+    schema = ("topic string, partition int, broker int, first_offset long, last_offset long, leader_epoch int, kind string, "
+              "reason string, at_segment_boundary boolean, records long, bytes long, path string, position long")
+    want = spark.createDataFrame([
+        ("t", 0, 1, 0, 9, 0, "data", None, None, 10, 100, "a.log", 0),
+        ("t", 0, 1, 10, 19, 1, "data", None, None, 10, 100, "a.log", 100),
+        ("t", 0, 1, 25, 30, 1, "data", None, None, 5, 200, "b.log", 0),  # control records hold an offset, not data
+        ("t", 0, 1, 20, 24, None, "hole", "unexplained", True, 0, 0, "b.log", 0),
+    ], schema)
+    assertDataFrameEqual(got, want)
+
+
+def test_ledger_rows_the_surviving_log_lacks_or_holds_otherwise(spark):
+    surv = {("t", 0): {"broker": 2, "log_start_offset": 1, "compacted": False}}
+    sv = survivors_frame(spark, surv)
+    assertDataFrameEqual(sv, spark.createDataFrame([("t", 0, 2, 1, False)],
+                                                   "topic string, partition int, survivor int, s_log_start long, s_compacted boolean"))
+    ledger = spark.createDataFrame([("t", 0, o, "k", v) for o, v in ((0, "v0"), (1, "v1"), (2, "v2"), (3, "v3"))],
+                                   "topic string, partition int, offset long, key_sha256 string, value_sha256 string")
+    held = spark.createDataFrame([("t", 0, 2, 1, "k", "v1"), ("t", 0, 2, 2, "k", "other"), ("t", 0, 1, 3, "k", "v3")],
+                                 "topic string, partition int, broker int, offset long, key_sha256 string, value_sha256 string")
+    got = lost_ledger_rows(ledger, held, sv).select("topic", "partition", "offset", "survivor", "status")
+    # offset 0: below the survivor's log start (retention), never lost; 1: held as acknowledged;
+    # 2: held with another value; 3: only broker 1 (not the survivor) holds it
+    want = spark.createDataFrame([("t", 0, 2, 2, "divergent"), ("t", 0, 3, 2, "missing")],
+                                 "topic string, partition int, offset long, survivor int, status string")
+    assertDataFrameEqual(got, want)
+
+
+def test_each_finding_kind_is_declared_once_with_a_known_severity():
+    from jobs.findings.registry import DETECTORS, KIND_SEVERITY
+    from jobs.findings.severity import SEVERITIES
+
+    declared = [kind for d in DETECTORS for kind in d.KINDS]
+    assert len(declared) == len(set(declared)) == len(KIND_SEVERITY), sorted(k for k in declared if declared.count(k) > 1)
+    assert set(KIND_SEVERITY.values()) <= set(SEVERITIES)
+    assert all(callable(d.find) for d in DETECTORS)
