@@ -41,7 +41,7 @@ AnalyzeOutDir = out_option("Output DIR: tables/, catalog/, run.json, findings.js
 DemoOutDir = out_option("Where the scenario folders (broker dirs + ground_truth.json + ledger.jsonl) and _analysis/ go.")
 Master = Annotated[str, typer.Option("--master", metavar="URL", help="Spark master URL: local[*] (every core), local[2], spark://host:7077 ...")]
 REPORT_FORMATS = ("text", "json", "html")  # analyzer.report.FORMATS (not imported here: pandas is slow to load)
-SQL_FORMATS = ("table", "json", "csv")  # jobs.sql.FORMATS (not imported here: pyspark)
+SQL_FORMATS = ("table", "json", "csv")  # analyzer.sql.FORMATS (not imported here: pyspark)
 ReportFormat = format_option(REPORT_FORMATS, "What to print: text (terminal summary), json (findings.json) or html "
                                              "(the path of DIR/report.html).")
 SqlFormat = format_option(SQL_FORMATS, "table, json (JSON Lines) or csv.")

@@ -37,7 +37,7 @@ def _option(cmd, flag: str):
 
 def test_shared_options_are_one_declaration():
     """--master reads the same everywhere; --out is a DIR; --format and --fail-on show the choices the command accepts."""
-    from jobs.sql import FORMATS as SQL_FORMATS
+    from analyzer.sql import FORMATS as SQL_FORMATS
 
     cmds = _commands()
     masters = {name: _option(c, "--master") for name, c in cmds.items() if _option(c, "--master")}

@@ -20,7 +20,12 @@ from jobs.replicas.offset_ranges import islands
 from .divergence import producer_entries
 from .model import Evidence, Finding
 
-KINDS = {"acked_data_loss": "error"}
+KINDS = {
+    "acked_data_loss": "error",
+    # reserved (the contract's vocabulary): no detector yet, see docs/findings.md
+    "consumer_read_lost_data": "warning",
+    "remote_log_gap": "error",
+}
 
 
 def hw_lost_offsets(diffs: DataFrame, sv: DataFrame) -> DataFrame:

@@ -16,8 +16,10 @@ KINDS = {"unclean_shutdown": "info"}
 
 
 def unclean_shutdown_findings(rl: list, files: DataFrame, brokers: DataFrame) -> list[Finding]:
-    """A data broker's log dir without ``.kafka_cleanshutdown`` (info, not damage).
+    """One finding per data broker with a log dir lacking ``.kafka_cleanshutdown`` (info, not damage).
 
+    Kafka writes the marker into every log dir at a clean stop, so a JBOD broker's dirs lack it
+    together: the broker, not each dir, is what stopped uncleanly, and the finding names its dirs.
     Controller-only KRaft nodes never write the marker, so a log dir counts only if it holds a
     partition other than the metadata log or any broker-level offset checkpoint.
     """
@@ -30,28 +32,32 @@ def unclean_shutdown_findings(rl: list, files: DataFrame, brokers: DataFrame) ->
     by_dir = defaultdict(list)
     for r in rl:
         by_dir[(r["broker"], r["log_dir"])].append(r)
-    out = []
-    for k in kinds:
+    unclean = defaultdict(list)
+    for k in sorted(kinds, key=lambda k: (k["broker"], k["log_dir"])):
         data_dir = k["has_data"] or bool({"replication_offset", "recovery_point", "log_start"} & set(k["kinds"]))
-        if not data_dir or "clean_shutdown" in k["kinds"]:
-            continue
-        reps = sorted(by_dir.get((k["broker"], k["log_dir"]), []), key=lambda r: (r["topic"], r["partition"]))
+        if data_dir and "clean_shutdown" not in k["kinds"]:
+            unclean[k["broker"]].append(k)
+    out = []
+    for broker, dirs in unclean.items():
+        names = [k["log_dir"] for k in dirs]
+        reps = sorted((r for d in names for r in by_dir[(broker, d)]), key=lambda r: (r["topic"], r["partition"]))
         behind = [r for r in reps if r["recovery_point"] is not None and r["recovery_point"] < r["leo"]]
         padded = [r for r in reps if (r["index_padding_entries"] or 0) > 0]
-        ev = [Evidence(k["broker"], k["log_dir"], None, "no .kafka_cleanshutdown marker in this log dir")]
+        ev = [Evidence(broker, d, None, "no .kafka_cleanshutdown marker in this log dir") for d in names]
         for r in behind[:5]:
-            ev.append(Evidence(k["broker"], None, None,
+            ev.append(Evidence(broker, None, None,
                                f"{r['topic']}-{r['partition']}: recovery point {r['recovery_point']} behind LEO {r['leo']}"))
         for r in padded[:5]:
-            ev.append(Evidence(k["broker"], None, None,
+            ev.append(Evidence(broker, None, None,
                                f"{r['topic']}-{r['partition']}: active segment indexes still preallocated "
                                f"({r['index_padding_entries']} zero slots)"))
-        for p in [p for p in k["empty_files"] if p][:5]:
-            ev.append(Evidence(k["broker"], p, 0, "0-byte file of a segment rolled just before the stop"))
+        for p in [p for k in dirs for p in k["empty_files"] if p][:5]:
+            ev.append(Evidence(broker, p, 0, "0-byte file of a segment rolled just before the stop"))
+        where = f"log dir {names[0]}" if len(names) == 1 else f"log dirs {', '.join(names)}"
         out.append(Finding(
-            kind="unclean_shutdown", brokers=[k["broker"]], evidence=ev,
-            explanation=f"Broker {k['broker']} did not shut down cleanly (no .kafka_cleanshutdown): Kafka runs log recovery "
-                        f"from the recovery point at the next start; checkpoints on disk may be stale "
+            kind="unclean_shutdown", brokers=[broker], evidence=ev,
+            explanation=f"Broker {broker} did not shut down cleanly (no .kafka_cleanshutdown in {where}): Kafka runs log "
+                        f"recovery from the recovery point at the next start; checkpoints on disk may be stale "
                         f"({len(behind)} partitions with recovery point behind LEO).",
         ))
     return out

@@ -12,7 +12,10 @@ from jobs.replicas.replica_logs import live_segment_batches
 
 from .model import Evidence, Finding
 
-KINDS = {"hanging_transaction": "warning"}
+KINDS = {
+    "hanging_transaction": "warning",
+    "transaction_marker_lost": "error",  # reserved (the contract's vocabulary): no detector yet
+}
 
 
 # Transaction timeout Kafka allows at most by default (transaction.max.timeout.ms): a transaction
