@@ -34,8 +34,39 @@ def catalog_confs(catalog_dir: Path) -> dict[str, str]:
     }
 
 
+SMALL_INPUT = 256 << 20  # below this, Spark's fixed costs (JIT, codegen, tasks) dwarf the data
+
+
+def sized_confs(input_bytes: int | None, cores: int) -> dict[str, str]:
+    """Spark confs sized to the work, so a kilobyte collection does not pay for a terabyte one.
+
+    Why: on a small collection nearly all of an analysis is Spark's fixed cost per query, not data:
+    Janino compiling whole-stage code for each of dozens of plans, C2 compiling Spark itself, a
+    task per shuffle partition. Below ``SMALL_INPUT`` plans are interpreted, the JVM stays on its
+    quick C1 compiler and shuffles use one partition per core; the heap follows the input (1 GiB for
+    small collections, 2 GiB plus 1 per 4 GiB of input up to 8 GiB), so a small run stays light.
+    ``None`` (unknown size: tests, the catalog) keeps the big-data defaults. ``KF_DRIVER_MEMORY`` still wins.
+    """
+    small = input_bytes is not None and input_bytes < SMALL_INPUT
+    if input_bytes is None:
+        gib = 4
+    else:
+        gib = 1 if small else min(8, 2 + input_bytes // (4 << 30))
+    confs = {
+        "spark.driver.memory": os.environ.get("KF_DRIVER_MEMORY", f"{gib}g"),
+        "spark.sql.shuffle.partitions": str(max(1, cores) if small else max(8, 4 * cores)),
+    }
+    if small:
+        confs |= {
+            "spark.sql.codegen.wholeStage": "false",
+            "spark.sql.codegen.factoryMode": "NO_CODEGEN",
+            "spark.driver.extraJavaOptions": "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC",
+        }
+    return confs
+
+
 def get_session(master: str = "local[*]", catalog_dir: Path | None = None, app: str = "kafka-forensics",
-                shuffle_partitions: int = 8) -> SparkSession:
+                shuffle_partitions: int = 8, input_bytes: int | None = None) -> SparkSession:
     """A quiet SparkSession on ``master``; with ``catalog_dir``, Hive support + a Derby metastore there.
 
     The executors' Python must be the driver's (same venv, same parsers), so it is pinned.
@@ -44,13 +75,12 @@ def get_session(master: str = "local[*]", catalog_dir: Path | None = None, app: 
     """
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    confs = sized_confs(input_bytes, _cores(master))
+    if shuffle_partitions != 8 or input_bytes is None:
+        confs["spark.sql.shuffle.partitions"] = str(shuffle_partitions)
     builder = (
         SparkSession.builder.master(master)
         .appName(app)
-        .config("spark.sql.shuffle.partitions", str(shuffle_partitions))
-        # local mode runs the executors in the driver JVM: Spark's 1g default makes the Parquet
-        # writers of big tables spend their time in GC (set before the JVM starts)
-        .config("spark.driver.memory", os.environ.get("KF_DRIVER_MEMORY", "4g"))
         .config("spark.ui.showConsoleProgress", "false")
         .config("spark.ui.enabled", "false")
         .config("spark.sql.session.timeZone", "UTC")
@@ -71,11 +101,15 @@ def get_session(master: str = "local[*]", catalog_dir: Path | None = None, app: 
         catalog_dir = Path(catalog_dir).resolve()
         catalog_dir.mkdir(parents=True, exist_ok=True)
         for key, value in catalog_confs(catalog_dir).items():
+            if key == "spark.driver.extraJavaOptions" and key in confs:
+                value = f"{confs.pop(key)} {value}"
             builder = builder.config(key, value)
         builder = builder.enableHiveSupport()
     else:
         # no catalog: keep Spark's default warehouse out of the user's cwd
         builder = builder.config("spark.sql.warehouse.dir", str(scratch / "warehouse"))
+    for key, value in confs.items():
+        builder = builder.config(key, value)
     _quiet_java_logs()
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel(os.environ.get("KF_SPARK_LOG_LEVEL", "ERROR"))
@@ -85,6 +119,30 @@ def get_session(master: str = "local[*]", catalog_dir: Path | None = None, app: 
         system.setProperty("derby.system.home", str(catalog_dir))
         system.setProperty("derby.stream.error.file", str(catalog_dir / "derby.log"))
     return spark
+
+
+def input_bytes(inputs: list[Path]) -> int:
+    """Bytes of every regular file under ``inputs`` (archives as stored), before anything is read:
+    what ``sized_confs`` sizes Spark by. Links are not followed, as discovery does not."""
+    total = 0
+    for top in inputs:
+        for root, _dirs, names in os.walk(top):
+            for name in names:
+                try:
+                    st = os.lstat(os.path.join(root, name))
+                except OSError:
+                    continue
+                total += st.st_size if st.st_mode & 0o170000 == 0o100000 else 0
+        if os.path.isfile(top):
+            total += os.path.getsize(top)
+    return total
+
+
+def _cores(master: str) -> int:
+    """The cores a ``local[N]``/``local[*]`` master uses (a cluster's: this machine's, a guess)."""
+    if master.startswith("local[") and master[6:-1].isdigit():
+        return int(master[6:-1])
+    return os.cpu_count() or 1
 
 
 SCRATCH_PREFIX = "kf-spark-"

@@ -1,0 +1,41 @@
+"""Spark sized to the work (jobs.store.spark.sized_confs): a kilobyte collection must not start the
+JVM and plan its queries as for a terabyte one, and the heap follows the input."""
+
+from __future__ import annotations
+
+from jobs.store.spark import SMALL_INPUT, input_bytes, sized_confs
+
+
+def test_small_input_runs_light(monkeypatch):
+    monkeypatch.delenv("KF_DRIVER_MEMORY", raising=False)
+    c = sized_confs(400_000, cores=2)
+    assert c["spark.driver.memory"] == "1g"
+    assert c["spark.sql.shuffle.partitions"] == "2"
+    assert c["spark.sql.codegen.wholeStage"] == "false"
+    assert "TieredStopAtLevel=1" in c["spark.driver.extraJavaOptions"]
+
+
+def test_big_input_keeps_codegen_and_grows_the_heap(monkeypatch):
+    monkeypatch.delenv("KF_DRIVER_MEMORY", raising=False)
+    ten_gb = sized_confs(10 << 30, cores=2)
+    assert ten_gb["spark.driver.memory"] == "4g"
+    assert "spark.sql.codegen.wholeStage" not in ten_gb and "spark.driver.extraJavaOptions" not in ten_gb
+    assert int(ten_gb["spark.sql.shuffle.partitions"]) >= 8
+    assert sized_confs(SMALL_INPUT, cores=2)["spark.driver.memory"] == "2g"
+    assert sized_confs(1 << 40, cores=2)["spark.driver.memory"] == "8g"
+
+
+def test_driver_memory_env_wins(monkeypatch):
+    monkeypatch.setenv("KF_DRIVER_MEMORY", "3g")
+    assert sized_confs(1000, cores=2)["spark.driver.memory"] == "3g"
+    assert sized_confs(None, cores=2)["spark.driver.memory"] == "3g"
+
+
+def test_input_bytes_counts_regular_files_only(tmp_path):
+    (tmp_path / "b1" / "t-0").mkdir(parents=True)
+    (tmp_path / "b1" / "t-0" / "00000000000000000000.log").write_bytes(b"x" * 1000)
+    (tmp_path / "b1" / "meta.properties").write_bytes(b"y" * 24)
+    (tmp_path / "b1" / "link.log").symlink_to("/etc/passwd")
+    arc = tmp_path / "b2.tar"
+    arc.write_bytes(b"z" * 500)
+    assert input_bytes([tmp_path / "b1", arc]) == 1024 + 500
