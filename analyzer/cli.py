@@ -28,7 +28,7 @@ def fail(message: str) -> typer.Exit:
 
 @app.command()
 def dump(
-    file: Annotated[Path, typer.Argument(help="Any Kafka file: .log, .index, .timeindex, .txnindex, .snapshot, a checkpoint, leader-epoch-checkpoint, partition.metadata, meta.properties.")],
+    file: Annotated[Path, typer.Argument(help="Any Kafka file: .log, .index, .timeindex, .txnindex, .snapshot, a checkpoint, leader-epoch-checkpoint, partition.metadata, meta.properties, quorum-state.")],
     json: Annotated[bool, typer.Option("--json", help="JSON Lines on stdout (schemas in docs/contract).")] = False,
     records: Annotated[bool, typer.Option("--records", help="Segments: decode every record, not only batch headers.")] = False,
     payloads: Annotated[bool, typer.Option("--payloads", help="With --records: include key and value bytes (may hold personal data).")] = False,
@@ -42,8 +42,11 @@ def dump(
     """
     try:
         found = dump_mod.run(file, kind=kind, as_json=json, records=records, payloads=payloads, out=sys.stdout)
+        sys.stdout.flush()
     except dump_mod.DumpError as exc:
         raise fail(str(exc)) from None
+    except BrokenPipeError:  # before Typer's own handler, which would exit 1 ("problems found")
+        raise typer.Exit(stdout_closed()) from None
     raise typer.Exit(1 if found else 0)
 
 
@@ -192,15 +195,23 @@ def _root() -> None:
     """Offline forensic analyzer for Apache Kafka log directories."""
 
 
+def stdout_closed() -> int:
+    """The reader of stdout went away (e.g. piped into ``head``): not a problem in any file, so
+    exit 0, and point stdout at /dev/null so the interpreter's final flush stays silent."""
+    import os
+
+    try:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    except (OSError, ValueError, AttributeError):  # no real file descriptor (an in-process runner)
+        pass
+    return 0
+
+
 def main() -> None:
     try:
         app()
     except BrokenPipeError:
-        # stdout closed early (e.g. piped into head): not an error; silence the final flush too
-        import os
-
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        sys.exit(0)
+        sys.exit(stdout_closed())
 
 
 if __name__ == "__main__":
