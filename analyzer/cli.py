@@ -9,8 +9,6 @@ from typing import Annotated
 
 import typer
 
-from . import dump as dump_mod
-
 app = typer.Typer(
     name="kafka-forensics",
     help="Offline forensic analyzer for Apache Kafka log directories.",
@@ -40,8 +38,10 @@ def dump(
 
     Example: kafka-forensics dump broker-1/orders-0/00000000000000000000.log --records --json
     """
+    from . import dump as dump_mod
+
     try:
-        found = dump_mod.run(file, kind=kind, as_json=json, records=records, payloads=payloads, out=sys.stdout)
+        found = dump_mod.run(file, kind=kind, as_json=json, records=records, payloads=payloads, out=sys.stdout.buffer)
         sys.stdout.flush()
     except dump_mod.DumpError as exc:
         raise fail(str(exc)) from None
@@ -208,6 +208,10 @@ def stdout_closed() -> int:
 
 
 def main() -> None:
+    if sys.argv[1:2] == ["dump"]:  # a process of its own: nothing after it needs pandas
+        from .dump import without_pandas
+
+        without_pandas()
     try:
         app()
     except BrokenPipeError:
