@@ -9,8 +9,6 @@ from typing import Annotated, Any
 
 import typer
 
-from . import dump as dump_mod
-
 app = typer.Typer(
     name="kafka-forensics",
     help="Offline forensic analyzer for Apache Kafka log directories.",
@@ -51,7 +49,7 @@ FailOn = Annotated[str, typer.Option("--fail-on", metavar="error|warning|info",
 
 @app.command()
 def dump(
-    file: Annotated[Path, typer.Argument(metavar="FILE", help="Any Kafka file: .log, .index, .timeindex, .txnindex, .snapshot, a checkpoint, leader-epoch-checkpoint, partition.metadata, meta.properties.")],
+    file: Annotated[Path, typer.Argument(metavar="FILE", help="Any Kafka file: .log, .index, .timeindex, .txnindex, .snapshot, a checkpoint, leader-epoch-checkpoint, partition.metadata, meta.properties, quorum-state.")],
     json: Annotated[bool, typer.Option("--json", help='JSON Lines on stdout: one object per batch, record, entry or problem, with a "type"; '
                                                           'its fields are the columns of the matching table in docs/tables.md.')] = False,
     records: Annotated[bool, typer.Option("--records", help="Segments: decode every record, not only batch headers.")] = False,
@@ -64,10 +62,15 @@ def dump(
 
     Example: kafka-forensics dump broker-1/orders-0/00000000000000000000.log --records --json
     """
+    from . import dump as dump_mod
+
     try:
-        found = dump_mod.run(file, kind=kind, as_json=json, records=records, payloads=payloads, out=sys.stdout)
+        found = dump_mod.run(file, kind=kind, as_json=json, records=records, payloads=payloads, out=sys.stdout.buffer)
+        sys.stdout.flush()
     except dump_mod.DumpError as exc:
         raise fail(str(exc)) from None
+    except BrokenPipeError:  # before Typer's own handler, which would exit 1 ("problems found")
+        raise typer.Exit(stdout_closed()) from None
     raise typer.Exit(1 if found else 0)
 
 
@@ -215,15 +218,27 @@ def _root() -> None:
     """Offline forensic analyzer for Apache Kafka log directories."""
 
 
+def stdout_closed() -> int:
+    """The reader of stdout went away (e.g. piped into ``head``): not a problem in any file, so
+    exit 0, and point stdout at /dev/null so the interpreter's final flush stays silent."""
+    import os
+
+    try:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    except (OSError, ValueError, AttributeError):  # no real file descriptor (an in-process runner)
+        pass
+    return 0
+
+
 def main() -> None:
+    if sys.argv[1:2] == ["dump"]:  # a process of its own: nothing after it needs pandas
+        from .dump import without_pandas
+
+        without_pandas()
     try:
         app()
     except BrokenPipeError:
-        # stdout closed early (e.g. piped into head): not an error; silence the final flush too
-        import os
-
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        sys.exit(0)
+        sys.exit(stdout_closed())
 
 
 if __name__ == "__main__":

@@ -12,7 +12,7 @@ All multi-byte integers in Kafka's formats are big-endian; varints are zig-zag L
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+from numba import njit, types
 
 from .headers import (  # layouts and header-matrix columns: one leaf module
     HEADER_SIZE_UP_TO_MAGIC,
@@ -485,7 +485,37 @@ def sha256_many_jit(buf, pos, length, out):
 #
 # Hashing every key and value dominates record-level decoding. OpenSSL (already loaded by
 # Python's hashlib) uses the CPU's SHA extensions: ~3x faster than the JIT kernel above. It is
-# called from a JIT loop through ctypes, so there is still no Python call per record.
+# called from a JIT loop through ctypes, so there is still no Python call per record. The three
+# OpenSSL functions reach the loop as first-class function arguments (numba's
+# WrapperAddressProtocol), not as constants baked into it, so the loop is compiled once and
+# cached on disk like every other kernel here (a baked address differs in every process).
+
+
+class _CFunction(types.WrapperAddressProtocol):
+    """A ctypes C function as a numba first-class function argument."""
+
+    def __init__(self, fn, signature):
+        self._fn, self._signature = fn, signature
+
+    def __wrapper_address__(self) -> int:
+        import ctypes
+
+        return ctypes.cast(self._fn, ctypes.c_void_p).value
+
+    def signature(self):
+        return self._signature
+
+
+@njit(cache=True)
+def _sha256_openssl(init, update, final, buf, pos, length, out, ctx):
+    base = np.uint64(buf.ctypes.data)
+    c = np.uint64(ctx.ctypes.data)
+    for i in range(pos.shape[0]):
+        if length[i] < 0:
+            continue
+        init(c)
+        update(c, base + np.uint64(pos[i]), length[i])
+        final(np.uint64(out[i].ctypes.data), c)
 
 
 def _openssl_sha256():
@@ -502,20 +532,16 @@ def _openssl_sha256():
         init, update, final = lib.SHA256_Init, lib.SHA256_Update, lib.SHA256_Final
     except (OSError, AttributeError, ImportError):
         return None
-    init.argtypes, init.restype = [ctypes.c_void_p], ctypes.c_int
-    update.argtypes, update.restype = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t], ctypes.c_int
-    final.argtypes, final.restype = [ctypes.c_void_p, ctypes.c_void_p], ctypes.c_int
+    import numba.experimental.function_type  # noqa: F401  (lets numba take _CFunction arguments)
 
-    @njit(cache=False)
+    functions = (
+        _CFunction(init, types.int32(types.uintp)),
+        _CFunction(update, types.int32(types.uintp, types.uintp, types.intp)),
+        _CFunction(final, types.int32(types.uintp, types.uintp)),
+    )
+
     def many(buf, pos, length, out, ctx):
-        base = buf.ctypes.data
-        c = ctx.ctypes.data
-        for i in range(pos.shape[0]):
-            if length[i] < 0:
-                continue
-            init(c)
-            update(c, base + pos[i], length[i])
-            final(out[i].ctypes.data, c)
+        _sha256_openssl(*functions, buf, pos, length, out, ctx)
 
     probe = np.frombuffer(b"abc", np.uint8)
     got = np.zeros((1, 32), np.uint8)

@@ -14,7 +14,8 @@ The broker epoch (KIP-966) lets the controller tell a clean restart from an uncl
 Kafka's reader only logs when the content does not parse and still treats the shutdown as
 clean, with no epoch. We return the same row (nulls where unknown) but also report a
 ``checkpoint_malformed`` problem at line 1, since a garbled marker is evidence of damage.
-The version is not checked (the JSON reader ignores it), so a newer Kafka's marker is no fault.
+The version is not checked (the JSON reader ignores it), so a newer Kafka's marker is no fault;
+a JSON object without a broker epoch is (Kafka's reader fails on it: it is some other JSON file).
 An empty file is the normal pre-3.7 form: one row of nulls, no problem.
 """
 
@@ -70,9 +71,11 @@ def _read(text: str) -> tuple[int | None, int | None]:
         raise ValueError(f"expected a JSON object, found {type(content).__name__}")
     version = content.get("version")
     epoch = content.get("brokerEpoch", content.get("broker_epoch"))
+    if epoch is None:  # every JSON form Kafka writes has one; its readers fail without it
+        raise ValueError(f"no brokerEpoch in {sorted(content)[:8]}")
     return (
         None if version is None else _to_int(version, INT_MIN, INT_MAX),
-        None if epoch is None else _to_int(epoch, LONG_MIN, LONG_MAX),
+        _to_int(epoch, LONG_MIN, LONG_MAX),
     )
 
 

@@ -12,8 +12,10 @@ import os
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
+import pyarrow as pa
+
 from .common import FileBytes, Parsed
-from .names import OFFSET_CHECKPOINT_KINDS, detect_kind
+from .names import OFFSET_CHECKPOINT_KINDS, SEGMENT_SUFFIXES, detect_kind
 
 
 @dataclass(frozen=True)
@@ -41,6 +43,15 @@ KINDS: dict[str, Kind] = {
     "broker_log": Kind("broker_log", "log_event"),
 }
 SEGMENT_KINDS = frozenset({"segment", "kraft_snapshot", "bootstrap_checkpoint"})
+# Kinds only ``dump`` decodes: ingest lists these files in its manifest without parsing them.
+DUMP_ONLY_KINDS: dict[str, Kind] = {
+    "quorum_state": Kind("quorum_state", "quorum_state"),
+}
+DUMP_KINDS: dict[str, Kind] = {**KINDS, **DUMP_ONLY_KINDS}
+# Files Kafka leaves in a log dir that hold nothing to decode, and what they are.
+NOT_DECODED: dict[str, str] = {
+    "lock": "Kafka's lock file (.lock): empty, only locked while the broker runs",
+}
 
 
 def detect(path: str) -> str | None:
@@ -53,7 +64,7 @@ def detect(path: str) -> str | None:
 
 
 def module_for(kind: str):
-    return importlib.import_module(f"parsers.{KINDS[kind].module}")
+    return importlib.import_module(f"parsers.{DUMP_KINDS[kind].module}")
 
 
 def small_parser(kind: str) -> Callable[[bytes, str], Parsed]:
@@ -72,3 +83,31 @@ def parse_path(path: str, kind: str, records: bool = False, payloads: bool = Fal
             yield from module_for(kind).iter_parse(fb.data, path, records=records, payloads=payloads)
         else:
             yield small_parser(kind)(fb.data, path)
+
+
+# index kinds whose parser module has ``verify_against_batches`` (entries vs the segment's batches)
+CHECKED_AGAINST_SEGMENT = frozenset({"offset_index", "time_index"})
+
+
+def check_against_segment(path: str, kind: str, index: pa.Table) -> pa.Table | None:
+    """Problems of an index's entries against the segment (``.log``) beside it, or None when
+    there is none to read (not an index kind, another name, no such file, unreadable).
+
+    ``analyze`` makes the same check across the ingested tables; this lets ``dump`` of one
+    index say what ``kafka-dump-log`` would die on (an entry past the segment's end).
+    """
+    suffix = "." + next((s for s, k in SEGMENT_SUFFIXES.items() if k == kind), "")
+    if kind not in CHECKED_AGAINST_SEGMENT or not path.endswith(suffix):
+        return None
+    log = path[: -len(suffix)] + ".log"
+    if not os.path.isfile(log):
+        return None
+    try:
+        with FileBytes(log) as fb:
+            size = len(fb.data)
+            batches = module_for("segment").parse(fb.data, log).table
+    except OSError:
+        return None
+    if kind == "offset_index":  # only offsets index positions, so only it can run past the end
+        return module_for(kind).verify_against_batches(index, batches, path, segment_size=size)
+    return module_for(kind).verify_against_batches(index, batches, path)

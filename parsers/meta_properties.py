@@ -17,7 +17,8 @@ v0 takes ``broker.id`` if present (it is optional in 4.0), v1 requires ``node.id
 find node.id") and ``cluster.id`` ("cluster.id was not found."); ids must be base-10 ints
 ("Unable to read node.id as a base-10 number."); ``directory.id`` must be a Uuid. A problem
 for a missing key has ``position`` 0 (no line holds it); others carry the 1-based line number.
-The row keeps whatever did parse.
+The row keeps whatever did parse. Stricter than Kafka: a non-empty v0 file without any id
+(e.g. random bytes read with ``--kind meta_properties``) is not a meta.properties at all.
 """
 
 from __future__ import annotations
@@ -35,6 +36,13 @@ DIRECTORY_ID_PROP = "directory.id"
 KNOWN_VERSIONS = (0, 1)
 PROBLEM_KIND = "checkpoint_malformed"
 WHOLE_FILE = 0  # problem position for a key that is missing altogether
+ID_KEYS = (BROKER_ID_PROP, NODE_ID_PROP, CLUSTER_ID_PROP, DIRECTORY_ID_PROP)
+# Properties.load reads any bytes and MetaProperties defaults the version to 0, so Kafka would
+# take random bytes for a v0 file that names nothing; its writer always writes an id.
+NOT_META_PROPERTIES = (
+    "none of broker.id, node.id, cluster.id, directory.id is set: Kafka writes an id into every"
+    " meta.properties, so this file is not one"
+)
 
 # java.util.Properties.LineReader
 _PROPERTIES_WHITESPACE = " \t\f"
@@ -202,6 +210,8 @@ def parse(data: bytes | memoryview, path: str) -> Parsed:
     if version == 0:
         if BROKER_ID_PROP in props:
             node_id = required_int(BROKER_ID_PROP)
+        elif len(data) and not any(key in props for key in ID_KEYS):
+            problems.append(Problem(WHOLE_FILE, PROBLEM_KIND, NOT_META_PROPERTIES))
     elif version is not None:
         node_id = required_int(NODE_ID_PROP)
         if CLUSTER_ID_PROP not in props:

@@ -110,6 +110,17 @@ def detect_kind(filename: str) -> str | None:
     return _live_kind(name)
 
 
+def kind_before_pending(filename: str) -> str | None:
+    """The kind a pending file had before Kafka renamed it (``….log.deleted`` -> ``segment``).
+
+    Its bytes are still in that kind's format, so it can be decoded as one (it is not live
+    data). None for a name without a pending suffix.
+    """
+    name = filename.replace("\\", "/").rsplit("/", 1)[-1]
+    stem, pending = _strip_pending(name)
+    return _live_kind(stem) if pending is not None else None
+
+
 def _live_kind(name: str) -> str | None:
     if name in FIXED_NAMES:
         return FIXED_NAMES[name]

@@ -152,7 +152,18 @@ def _stop_problem(buf: np.ndarray, pos: int, end: int, stop: int, problems: list
         )
         return
     size = int(np.frombuffer(buf[pos + 8 : pos + 12].tobytes(), ">i4")[0]) if rest >= 12 else None
-    if stop == K.STOP_SHORT:
+    foreign = _impossible_first_header(buf, end) if pos == 0 and stop in (K.STOP_BAD_SIZE, K.STOP_PAST_EOF) else None
+    if foreign is not None and stop == K.STOP_PAST_EOF:
+        problems.append(
+            Problem(
+                pos,
+                "invalid_batch",
+                f"the file does not look like a Kafka segment: {foreign}, and read as a batch its length {size} "
+                f"would run {pos + K.LOG_OVERHEAD + size - end} bytes past the end of the file ({end}); "
+                f"not a torn write. Kafka stops reading here and recovery truncates all {rest} bytes",
+            )
+        )
+    elif stop == K.STOP_SHORT:
         problems.append(
             Problem(pos, "torn_tail", f"{rest} bytes at the end of the file are too short for a batch header; Kafka ignores them")
         )
@@ -162,7 +173,8 @@ def _stop_problem(buf: np.ndarray, pos: int, end: int, stop: int, problems: list
                 pos,
                 "invalid_batch",
                 f"Found record size {size} smaller than minimum record overhead ({K.RECORD_OVERHEAD_V0}); "
-                f"Kafka's reader throws here and recovery truncates the remaining {rest} bytes",
+                f"Kafka's reader throws here and recovery truncates the remaining {rest} bytes"
+                + (f" (the file does not look like a Kafka segment: {foreign})" if foreign else ""),
             )
         )
     elif stop == K.STOP_PAST_EOF:
@@ -175,6 +187,34 @@ def _stop_problem(buf: np.ndarray, pos: int, end: int, stop: int, problems: list
                 f"Kafka stops reading here and recovery truncates the remaining {rest} bytes",
             )
         )
+
+
+def _impossible_first_header(buf: np.ndarray, end: int) -> str | None:
+    """Why the bytes at position 0 cannot start any batch Kafka writes, or None when they could.
+
+    Only asked where reading stops on the very first batch: a crash can tear a segment's first
+    batch (a plausible header whose length runs past the end: ``torn_tail``), but a header no
+    writer produces (unknown magic; a v2 header with a negative lastOffsetDelta or record count
+    or an unknown codec; a v0/v1 attribute byte with bits Kafka never sets) means the file is
+    not a segment at all.
+    """
+    magic = int(buf[K.MAGIC_OFFSET].view(np.int8))
+    if magic not in (0, 1, 2):
+        return f"the magic byte at position {K.MAGIC_OFFSET} is {magic}, not 0, 1 or 2"
+    if magic == 2 and end >= K.V2_HEADER_SIZE:
+        attributes, last_offset_delta = np.frombuffer(buf[21:27].tobytes(), np.dtype([("a", ">i2"), ("d", ">i4")]))[0]
+        count = int(np.frombuffer(buf[57:61].tobytes(), ">i4")[0])
+        if last_offset_delta < 0 or count < 0 or (attributes & CODEC_MASK) > 4:
+            return (
+                f"its v2 header is impossible (lastOffsetDelta {int(last_offset_delta)}, record count {count}, "
+                f"codec id {int(attributes) & CODEC_MASK})"
+            )
+    if magic < 2 and end > K.MAGIC_OFFSET + 1:
+        attributes = int(buf[K.MAGIC_OFFSET + 1])
+        allowed = CODEC_MASK | (legacy_records.TIMESTAMP_TYPE_MASK if magic == 1 else 0)
+        if attributes & ~allowed or (attributes & CODEC_MASK) > 3:
+            return f"its v{magic} message attributes 0x{attributes:02x} set bits no Kafka writer sets"
+    return None
 
 
 def _decode_chunk(buf, positions, sizes, records, payloads, problems, prev_last):

@@ -314,10 +314,14 @@ def discover(roots: list[Root]) -> Discovery:
             key, source = (ld.cluster_id, ld.node_id), "meta.properties"
         else:
             fid = _folder_id(ld)
+            said = f"broker id {fid} taken from the folder name"
             if fid is None or (fid in used_ids and (None, fid) not in brokers):
+                said = "no broker id could be found (no number in the folder name)" if fid is None else \
+                    f"the folder name's broker id {fid} is already taken"
+                said += f"; calling it broker {synthetic}"
                 fid, synthetic = synthetic, synthetic - 1
             key, source = (None, fid), "folder"
-            log.warning("%s: no usable meta.properties; broker id %d taken from the folder name", ld.rel, fid)
+            log.warning("%s: no usable meta.properties; %s", ld.rel, said)
         b = brokers.get(key)
         if b is None:
             b = brokers[key] = Broker(key[1], key[0], source)
