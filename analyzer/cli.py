@@ -3,7 +3,9 @@ jobs/ and the report, and turn bad usage or unusable input into exit 2 with one 
 
 from __future__ import annotations
 
+import contextlib
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Annotated
 
@@ -24,6 +26,15 @@ def fail(message: str) -> typer.Exit:
     """One clear line on stderr, exit 2 (the contract's 'bad usage or unusable input')."""
     print(f"kafka-forensics: {message}", file=sys.stderr)
     return typer.Exit(2)
+
+
+@contextlib.contextmanager
+def staged_run(out: Path) -> Iterator[None]:
+    """Run a command that writes DIR through Spark: unusable input is one line and exit 2."""
+    try:
+        yield
+    except (FileNotFoundError, NotADirectoryError, ValueError) as exc:  # AnalyzeError, ArchiveError, NoLogDirError too
+        raise fail(str(exc)) from None
 
 
 @app.command()
@@ -65,13 +76,10 @@ def ingest(
     Example: kafka-forensics ingest incident.tar.gz --out /tmp/case1
     """
     from jobs import run_ingest
-    from jobs.archives import ArchiveError
 
     _log_to_stderr()
-    try:
+    with staged_run(out):
         result = run_ingest.run(inputs, out, master=master, payloads=payloads, progress=not quiet)
-    except (FileNotFoundError, NotADirectoryError, ValueError, ArchiveError) as exc:
-        raise fail(str(exc)) from None
     print(f"{len(result.brokers)} brokers, {result.files} files, {result.rows.get('records', 0)} records, "
           f"{result.problems} problems -> {out}", file=sys.stderr)
 
@@ -150,15 +158,11 @@ def analyze(
 
     Example: kafka-forensics analyze collected/ --out incident-42 --ledger acked.jsonl
     """
-    from jobs.archives import ArchiveError
-
-    from .analyze import AnalyzeError, run_analyze
+    from .analyze import run_analyze
 
     _log_to_stderr()
-    try:
+    with staged_run(out):
         code = run_analyze(inputs, out, fmt=format, ledger=ledger, master=master, fail_on=fail_on)
-    except (AnalyzeError, FileNotFoundError, NotADirectoryError, ValueError, ArchiveError) as exc:
-        raise fail(str(exc)) from None
     raise typer.Exit(code)
 
 
