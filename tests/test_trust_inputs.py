@@ -3,7 +3,8 @@
 Input where no broker log dir is found (an empty folder, other files, a lone segment, a partition
 folder on its own) is one line naming what was looked for and what was found instead, exit 2,
 before any JVM: the CLI runs here with ``JAVA_HOME`` pointing nowhere, so reaching Spark would fail
-differently.
+differently. ``report`` on a DIR that ``ingest`` wrote (real ingest, real files) says the analysis
+has not run and how to run it, exit 2, instead of a "Clean" verdict.
 """
 
 from __future__ import annotations
@@ -94,3 +95,22 @@ def test_several_inputs_none_with_a_log_dir_name_each(tmp_path):
     [line] = run.stderr.splitlines()
     assert "no Kafka log dir found in any input" in line
     assert f"{a}: found nothing: it is empty" in line and f"{b}: found 3 files, none a Kafka file" in line
+
+
+def test_report_on_an_ingest_dir_says_the_analysis_has_not_run(spark, tmp_path):
+    """A real ingest (the pipeline ``kafka-forensics ingest`` runs) of one broker's log dir, then
+    ``report`` on it: no jobs ran, so no verdict; one line saying how to run them, exit 2."""
+    from jobs.run_ingest import staged_ingest
+
+    out = tmp_path / "case"
+    with staged_ingest([BROKER], out, spark=spark, progress=False, register=False) as staged:
+        assert staged.result.files > 0
+    assert (out / "tables" / "batches").is_dir() and (out / "run.json").is_file() and not (out / "findings.json").exists()
+    for fmt in ("text", "json", "html"):
+        run = subprocess.run([*CLI, "report", str(out), "--format", fmt], capture_output=True, text=True, timeout=120)
+        assert run.returncode == 2, run.stdout[-2000:]
+        assert run.stdout == "" and "Clean" not in run.stderr
+        assert run.stderr.splitlines() == [
+            f"kafka-forensics: the analysis has not run on {out} (no findings.json: ingest wrote it); "
+            f"run `kafka-forensics analyze {BROKER} --out {out}`"]
+    assert not (out / "report.html").exists()
