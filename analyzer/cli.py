@@ -22,19 +22,38 @@ app = typer.Typer(
 )
 
 
-def fail(message: str) -> typer.Exit:
+def fail(message: str, code: int = 2) -> typer.Exit:
     """One clear line on stderr, exit 2 (the contract's 'bad usage or unusable input')."""
     print(f"kafka-forensics: {message}", file=sys.stderr)
-    return typer.Exit(2)
+    return typer.Exit(code)
+
+
+def _written_at(out: Path) -> int | None:
+    try:
+        return (out / "run.json").stat().st_mtime_ns
+    except OSError:
+        return None
 
 
 @contextlib.contextmanager
 def staged_run(out: Path) -> Iterator[None]:
-    """Run a command that writes DIR through Spark: unusable input is one line and exit 2."""
+    """Run a command that writes DIR through Spark: unusable input is one line and exit 2, and
+    Ctrl-C is one line saying what DIR holds now, and exit 130 (128 + SIGINT, as shells do)."""
+    from jobs.spark import Interrupted, interruptible
+
+    before = _written_at(out)
     try:
-        yield
+        with interruptible():
+            yield
     except (FileNotFoundError, NotADirectoryError, ValueError) as exc:  # AnalyzeError, ArchiveError, NoLogDirError too
         raise fail(str(exc)) from None
+    except Interrupted:
+        if _written_at(out) != before:
+            said = (f"interrupted after the new results were swapped into {out}; "
+                    f"a half-built catalog is rebuilt by the first `kafka-forensics sql {out}`")
+        else:
+            said = f"interrupted; previous results in {out} unchanged" if out.exists() else f"interrupted; nothing written to {out}"
+        raise fail(said, 130) from None
 
 
 @app.command()
