@@ -1,15 +1,14 @@
 """``analyze``: ingest + forensic jobs + report in one run, into DIR atomically.
 
-Everything is built in a sibling of DIR (``jobs.store.outdir.staged_output``) and swapped in at the
-end, so a run killed at any point leaves the previous DIR whole. The Spark SQL catalog is
-registered after the swap (it stores absolute locations), in the same process.
+The ingest pipeline is ``ingest``'s own (``jobs.ingest.run.staged_ingest``): inputs are discovered
+before Spark starts, everything is built in a sibling of DIR and swapped in at the end, so a run
+killed at any point leaves the previous DIR whole, and the Spark SQL catalog is registered after
+the swap (it stores absolute locations). The jobs and the report run inside that block.
 """
 
 from __future__ import annotations
 
-import json
 import logging
-import os
 import sys
 import time
 from pathlib import Path
@@ -18,43 +17,30 @@ from typing import TextIO
 log = logging.getLogger(__name__)
 
 
-class AnalyzeError(Exception):
+class AnalyzeError(ValueError):
     """Unusable input or arguments: the CLI prints it as one line and exits 2."""
-
-
-def _check_inputs(inputs: list[Path], ledger: Path | None) -> None:
-    for p in inputs:
-        if not p.exists():
-            raise AnalyzeError(f"{p}: no such file or directory")
-        if not os.access(p, os.R_OK):
-            raise AnalyzeError(f"{p}: not readable")
-    if ledger is not None and not ledger.is_file():
-        raise AnalyzeError(f"--ledger {ledger}: no such file")
 
 
 def build(inputs: list[Path], out: Path, ledger: Path | None = None, master: str = "local[*]",
           progress: bool = True, spark=None, register_catalog: bool = True) -> dict:
-    """Ingest, run the jobs and write findings.json + report.html into DIR; return findings.json's
-    document. ``spark``: an existing session to reuse (tests); otherwise one is started and stopped.
-    ``register_catalog=False`` leaves the catalog to be built on first ``sql`` use (tests)."""
-    from jobs.findings import run as forensics
-    from jobs.findings.model import document, write_json
-    from jobs.ingest import run as run_ingest
-    from jobs.ingest.pipeline import ingest
-    from jobs.store import catalog
-    from jobs.store.outdir import staged_output
-    from jobs.store.spark import get_session
+    """Ingest (``jobs.ingest.run.staged_ingest``), run the jobs and write findings.json +
+    report.html into DIR; return findings.json's document. ``spark``: an existing session to reuse
+    (tests); otherwise one is started once the inputs proved usable. ``register_catalog=False`` leaves the catalog to
+    be built on first ``sql`` use (tests)."""
+    from jobs.ingest.run import staged_ingest
 
-    from .report import write_html
-
-    _check_inputs(inputs, ledger)
-    own = spark is None
+    if ledger is not None and not ledger.is_file():
+        raise AnalyzeError(f"--ledger {ledger}: no such file")
     t0 = time.monotonic()
-    with staged_output(out) as tmp:
-        spark = spark or get_session(master)
-        res = ingest(spark, inputs, tmp, progress=progress)
+    with staged_ingest(inputs, out, master, progress=progress, spark=spark, register=register_catalog) as staged:
+        from jobs.findings import run as forensics  # (Spark's modules: imported once the inputs proved usable)
+        from jobs.findings.model import document, write_json
+
+        from .report import write_html
+
+        res, tmp = staged.result, staged.tmp
         t1 = time.monotonic()
-        findings = forensics.run(spark, tmp, ledger=ledger)
+        findings = forensics.run(staged.spark, tmp, ledger=ledger)
         t2 = time.monotonic()
         info = {
             "paths": [str(p) for p in inputs],
@@ -65,19 +51,11 @@ def build(inputs: list[Path], out: Path, ledger: Path | None = None, master: str
         }
         doc = document(findings, info)
         write_json(tmp / "findings.json", doc)
-        run_info = run_ingest.run_info(inputs, master, res)
-        run_info.update({"input": info, "ledger": info["ledger"],
-                         "seconds": {**res.seconds, "jobs": round(t2 - t1, 2), "total": round(time.monotonic() - t0, 2)},
-                         "findings": doc["summary"]})
-        (tmp / "run.json").write_text(json.dumps(run_info, indent=1, default=str) + "\n")
+        staged.run_info.update({"input": info, "ledger": info["ledger"],
+                                "seconds": {**res.seconds, "jobs": round(t2 - t1, 2), "total": round(time.monotonic() - t0, 2)},
+                                "findings": doc["summary"]})
+        staged.write_run_json()  # the report shows it
         write_html(tmp, shown_dir=Path(out).absolute())
-    if own:
-        catalog.register(out, spark)
-    elif register_catalog:
-        # One JVM pins one catalog: the caller's session stays; register in a fresh process.
-        import subprocess
-
-        subprocess.run([sys.executable, "-m", "jobs.store.catalog", str(out)], check=False, capture_output=True)
     return doc
 
 
@@ -87,12 +65,12 @@ def run_analyze(inputs: list[Path], out: Path, fmt: str = "text", ledger: Path |
     """The ``analyze`` command: returns the contract's exit code (0 clean, 1 findings ≥ fail_on)."""
     from jobs.findings.severity import SEVERITIES
 
-    from .report import exit_code, render
-
     if fmt not in ("text", "json", "html"):
         raise AnalyzeError(f"--format must be text, json or html, not {fmt!r}")
     if fail_on not in SEVERITIES:
         raise AnalyzeError(f"--fail-on must be error, warning or info, not {fail_on!r}")
     doc = build(inputs, out, ledger=ledger, master=master, progress=progress, spark=spark, register_catalog=register_catalog)
+    from .report import exit_code, render
+
     render(out, fmt, stream or sys.stdout)
     return exit_code(doc, fail_on)

@@ -3,7 +3,9 @@ jobs/ and the report, and turn bad usage or unusable input into exit 2 with one 
 
 from __future__ import annotations
 
+import contextlib
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -18,10 +20,38 @@ app = typer.Typer(
 )
 
 
-def fail(message: str) -> typer.Exit:
+def fail(message: str, code: int = 2) -> typer.Exit:
     """One clear line on stderr, exit 2 (the contract's 'bad usage or unusable input')."""
     print(f"kafka-forensics: {message}", file=sys.stderr)
-    return typer.Exit(2)
+    return typer.Exit(code)
+
+
+def _written_at(out: Path) -> int | None:
+    try:
+        return (out / "run.json").stat().st_mtime_ns
+    except OSError:
+        return None
+
+
+@contextlib.contextmanager
+def staged_run(out: Path) -> Iterator[None]:
+    """Run a command that writes DIR through Spark: unusable input is one line and exit 2, and
+    Ctrl-C is one line saying what DIR holds now, and exit 130 (128 + SIGINT, as shells do)."""
+    from jobs.store.spark import Interrupted, interruptible
+
+    before = _written_at(out)
+    try:
+        with interruptible():
+            yield
+    except (FileNotFoundError, NotADirectoryError, ValueError) as exc:  # AnalyzeError, ArchiveError, NoLogDirError too
+        raise fail(str(exc)) from None
+    except Interrupted:
+        if _written_at(out) != before:
+            said = (f"interrupted after the new results were swapped into {out}; "
+                    f"a half-built catalog is rebuilt by the first `kafka-forensics sql {out}`")
+        else:
+            said = f"interrupted; previous results in {out} unchanged" if out.exists() else f"interrupted; nothing written to {out}"
+        raise fail(said, 130) from None
 
 
 # Options shared by several commands, declared once. Each command says what its --out holds; the
@@ -87,13 +117,10 @@ def ingest(
     Example: kafka-forensics ingest incident.tar.gz --out /tmp/case1
     """
     from jobs.ingest import run as run_ingest
-    from jobs.ingest.archives import ArchiveError
 
     _log_to_stderr()
-    try:
+    with staged_run(out):
         result = run_ingest.run(inputs, out, master=master, payloads=payloads, progress=not quiet)
-    except (FileNotFoundError, NotADirectoryError, ValueError, ArchiveError) as exc:
-        raise fail(str(exc)) from None
     print(f"{len(result.brokers)} brokers, {result.files} files, {result.rows.get('records', 0)} records, "
           f"{result.problems} problems -> {out}", file=sys.stderr)
 
@@ -176,15 +203,11 @@ def analyze(
 
     Example: kafka-forensics analyze collected/ --out incident-42 --ledger acked.jsonl
     """
-    from jobs.ingest.archives import ArchiveError
-
-    from .analyze import AnalyzeError, run_analyze
+    from .analyze import run_analyze
 
     _log_to_stderr()
-    try:
+    with staged_run(out):
         code = run_analyze(inputs, out, fmt=format, ledger=ledger, master=master, fail_on=fail_on)
-    except (AnalyzeError, FileNotFoundError, NotADirectoryError, ValueError, ArchiveError) as exc:
-        raise fail(str(exc)) from None
     raise typer.Exit(code)
 
 

@@ -1,18 +1,16 @@
 """``kafka-forensics demo``: generate the named incident scenarios and show what the analyzer makes
 of them next to the ground truth, so a newcomer sees every finding kind on data with a known answer.
 
-When ``analyzer.analyze.run_analyze`` exists it runs on each scenario (with its ledger) and its
-findings are compared with the ground truth by (kind, topic, partition); until then the demo shows
-what the parsers find in the files (problems by kind) beside the expected findings.
+Each scenario is shown as the parsers see its files (problems by kind) beside the expected
+findings, then ``analyze`` runs on it (with its ledger, all in one Spark session) and its findings
+are compared with the ground truth by (kind, topic, partition). ``analyze=False`` stops at the
+parsers' view (no Spark).
 """
 
 from __future__ import annotations
 
-import importlib
-import inspect
 import json
 from collections import Counter
-from collections.abc import Callable
 from pathlib import Path
 from typing import TextIO
 
@@ -22,13 +20,6 @@ from sample_data.scenarios import SCENARIOS, generate
 
 class DemoError(Exception):
     """Bad usage (an unknown scenario): the CLI turns it into exit 2."""
-
-
-def _analyzer() -> Callable | None:
-    try:
-        return importlib.import_module("analyzer.analyze").run_analyze
-    except (ImportError, AttributeError):
-        return None
 
 
 def parser_summary(path: Path) -> dict:
@@ -100,40 +91,40 @@ def _show(name: str, path: Path, truth: dict, stream: TextIO) -> None:
         print("    none (negative control)", file=stream)
 
 
-def run(out: Path, names: list[str] | None, *, seed: int = 0, master: str = "local[*]", stream: TextIO, **size) -> int:
-    """Generate ``names`` (default: all) under ``out``; analyze or summarize each. Returns the exit code:
-    0, or 1 when the analyzer ran and disagreed with a ground truth (or failed)."""
+def run(out: Path, names: list[str] | None, *, seed: int = 0, master: str = "local[*]", stream: TextIO,
+        analyze: bool = True, **size) -> int:
+    """Generate ``names`` (default: all) under ``out``; show and analyze each. Returns the exit
+    code: 0, or 1 when analyze disagreed with a ground truth (or failed)."""
+    from .analyze import run_analyze
+
     names = names or list(SCENARIOS)
     unknown = [n for n in names if n not in SCENARIOS]
     if unknown:
         raise DemoError(f"unknown scenario {unknown[0]!r}; one of {', '.join(SCENARIOS)}")
-    analyze = _analyzer()
-    params = inspect.signature(analyze).parameters if analyze else {}
-    kwargs: dict = {k: v for k, v in (("stream", stream), ("progress", False)) if k in params}
+    spark = None
     bad = 0
     try:
-        if analyze is not None and "spark" in params:  # one session for every scenario, not one JVM each
-            from jobs.store.spark import get_session
-
-            kwargs["spark"] = get_session(master)
         for name in names:
             path = generate(name, out, seed=seed, **size)
             truth = json.loads((path / "ground_truth.json").read_text(encoding="utf-8"))
             _show(name, path, truth, stream)
-            if analyze is None:
+            if not analyze:
                 continue
+            if spark is None:  # one session for every scenario, not one JVM each
+                from jobs.store.spark import get_session, input_bytes
+
+                spark = get_session(master, input_bytes=input_bytes([path]))  # every scenario is this small
             result = out / "_analysis" / name
             print("  analyze:", file=stream)
             try:
-                analyze([path], result, fmt="text", ledger=path / "ledger.jsonl", master=master, **kwargs)
+                run_analyze([path], result, fmt="text", ledger=path / "ledger.jsonl", master=master, stream=stream,
+                            progress=False, spark=spark, register_catalog=False)
             except Exception as exc:  # the demo goes on with the next scenario and says what failed
                 bad += 1
                 print(f"  analyze failed: {type(exc).__name__}: {exc}", file=stream)
                 continue
             bad += not _compare(truth, result / "findings.json", stream)
     finally:
-        if kwargs.get("spark") is not None:
-            kwargs["spark"].stop()
-    if analyze is None:
-        print("\n(analyze is not available yet: showing the parsers' view and the ground truth only)", file=stream)
+        if spark is not None:
+            spark.stop()
     return 1 if bad else 0

@@ -8,6 +8,7 @@ pause (``KF_TEST_PAUSE_AT``, see ``jobs.store.outdir.pause_point``). After every
 complete result (before the swap: the previous one, byte for byte), the catalog answers the same
 count, and no process of the killed session is left. A final rerun completes with the same findings.
 Two runs into different DIRs from the same working directory do not interfere, nor two queries on one DIR.
+Ctrl-C (SIGINT to the process group) at those points is one line and exit 130, with the staging dir removed.
 """
 
 from __future__ import annotations
@@ -189,6 +190,40 @@ def test_kill_after_the_swap_leaves_a_complete_new_dir(previous, point):
     if point == "catalog-registering":
         assert not (out / "catalog" / "registered.json").exists(), "killed before the catalog was complete"
     assert sql_count(out, "batches", cwd) == previous["batches"]
+
+
+# Ctrl-C (issue 15 item 10): SIGINT to the run's whole process group, as a terminal sends it
+INTERRUPT_POINTS = {**{k: v for k, v in BEFORE_SWAP.items() if k != "jobs"}, "catalog-registering": None}
+
+
+@pytest.mark.parametrize("point", list(INTERRUPT_POINTS))
+def test_ctrl_c_is_one_line_exit_130_and_no_staging_dir(previous, point):
+    out, cwd = previous["out"], previous["cwd"]
+    before = tree(out)
+    cond = INTERRUPT_POINTS[point]
+    run = Run(SRC, out, cwd, pause=None if cond else point)
+    if cond:
+        wait_for(run, cond(out, run), point)
+    else:
+        wait_for(run, lambda: any(f"kf-test-pause: {point}" in ln for ln in run.stderr), f"pause {point}")
+    os.killpg(run.proc.pid, signal.SIGINT)
+    assert run.wait(300) == 130, "".join(run.stderr)[-3000:]
+    err = "".join(run.stderr)
+    ours = [ln for ln in err.splitlines() if ln.startswith("kafka-forensics: ")]
+    if point == "catalog-registering":  # after the swap: DIR is the new complete result
+        assert ours == [f"kafka-forensics: interrupted after the new results were swapped into {out}; "
+                        f"a half-built catalog is rebuilt by the first `kafka-forensics sql {out}`"], err[-3000:]
+        assert comparable((out / "findings.json").read_bytes()) == comparable(previous["findings"])
+        assert (out / "report.html").is_file() and not (out / "catalog" / "registered.json").exists()
+    else:
+        assert ours == [f"kafka-forensics: interrupted; previous results in {out} unchanged"], err[-3000:]
+        assert tree(out) == before, "the previous DIR changed under an interrupted run"
+    assert err.rstrip().splitlines()[-1] == ours[0], "nothing printed after the line"
+    for noise in ("Traceback", "py4j", "Exception", "KeyboardInterrupt"):
+        assert noise not in err, err[-3000:]
+    assert no_orphans(run.proc.pid) == []
+    time.sleep(2)  # a JVM still running would go on writing its cancelled tasks' files into the staging dir
+    assert sorted(p.name for p in out.parent.iterdir()) == [out.name], "staging sibling left behind"
 
 
 def test_rerun_after_the_kills_completes_with_the_same_findings(previous):

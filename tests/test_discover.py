@@ -68,3 +68,30 @@ def test_folder_name_fallback(tmp_path):
     kinds = {(f.path, f.kind, f.dir_state) for f in d.files}
     assert ("kafka-7/orders-0/00000000000000000000.log.deleted", "pending_delete", "live") in kinds
     assert ("kafka-7/orders-0.abc-delete/00000000000000000000.log", "segment", "delete") in kinds
+
+
+def test_discover_inputs_takes_every_layout_with_a_log_dir(tmp_path):
+    """What analyze and ingest accept before Spark starts: a folder of broker dirs, one log dir, a
+    KRaft controller-only node (only __cluster_metadata-0), one broker's archive, and inputs of
+    which only some hold a log dir (broker logs beside them, an empty folder)."""
+    import tarfile
+
+    from jobs.ingest.discover import discover_inputs
+
+    crash = REAL / "crash-only"
+    with tarfile.open(tmp_path / "b2.tar.gz", "w:gz") as tf:
+        tf.add(crash / "broker-2", arcname="broker-2")
+    (tmp_path / "empty").mkdir()
+    layouts = {
+        "brokers": ([crash], {1, 2, 3, 100}),
+        "one log dir": ([FOUND / "k010-zk-v1-bullshit" / "kafka-logs"], None),
+        "controller only": ([crash / "controller-100"], {100}),
+        "archive": ([tmp_path / "b2.tar.gz"], {2}),
+        "with broker logs and an empty folder": ([crash / "broker-1", crash / "server-logs", tmp_path / "empty"], {1}),
+    }
+    for i, (name, (inputs, ids)) in enumerate(layouts.items()):
+        found = discover_inputs(inputs, tmp_path / f"work-{i}")
+        assert found.brokers and found.files, name
+        if ids is not None:
+            assert {b.broker for b in found.brokers} == ids, name
+    assert any(f.kind == "broker_log" for f in discover_inputs(layouts["with broker logs and an empty folder"][0], tmp_path / "w").files)

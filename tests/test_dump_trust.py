@@ -17,7 +17,7 @@ from conftest import FOUND, GOLDEN, REAL, REPO, SHARED
 from typer.testing import CliRunner
 
 from analyzer.cli import app
-from jobs.discover import Root, discover
+from jobs.ingest.discover import Root, discover
 from parsers import files
 from parsers.names import detect_kind, kind_before_pending
 
@@ -240,7 +240,7 @@ def test_no_broker_id_is_not_said_to_come_from_the_folder_name(tmp_path, caplog)
     for folder in ("pdir", "broker-7"):
         (tmp_path / "case" / folder / "t-0").mkdir(parents=True)
         (tmp_path / "case" / folder / "t-0" / "00000000000000000000.log").write_bytes(_noise(5))
-    with caplog.at_level(logging.WARNING, logger="jobs.discover"):
+    with caplog.at_level(logging.WARNING, logger="jobs.ingest.discover"):
         found = {b.log_dirs[0]: b.broker for b in discover([Root(tmp_path / "case" / "pdir", "")]).brokers}
         found.update({b.log_dirs[0]: b.broker for b in discover([Root(tmp_path / "case" / "broker-7", "")]).brokers})
     said = {r.getMessage().split(":", 1)[0]: r.getMessage() for r in caplog.records}

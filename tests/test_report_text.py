@@ -140,3 +140,15 @@ def test_report_command_unusable_dir(tmp_path):
     result = CliRunner().invoke(app, ["report", str(tmp_path / "missing")])
     assert result.exit_code == 2
     assert "not a directory" in result.output
+
+
+def test_report_command_without_a_readable_findings_json_gives_no_verdict(out_dir):
+    """A verdict comes only from findings.json: unreadable, it is one line and exit 2, never "Clean"."""
+    (out_dir / "findings.json").write_text('{"version": 1, "findings": [')
+    result = CliRunner().invoke(app, ["report", str(out_dir)])
+    assert result.exit_code == 2
+    assert "Clean" not in result.output and "findings.json could not be read" in result.output
+    (out_dir / "findings.json").unlink()
+    result = CliRunner().invoke(app, ["report", str(out_dir)])
+    assert result.exit_code == 2
+    assert "Clean" not in result.output and f"the analysis has not run on {out_dir} (no findings.json)" in result.output

@@ -177,14 +177,13 @@ def test_kafka_dump_log_reads_the_batches_the_model_meant(generated, name, dump_
             assert (int(b["lastOffset"]), int(b["partitionLeaderEpoch"])) == (meant.last_offset, meant.epoch)
 
 
-def test_demo_generates_and_shows_the_ground_truth(tmp_path, monkeypatch):
+def test_demo_generates_and_shows_the_ground_truth(tmp_path):
     import io
 
     from analyzer import demo
 
-    monkeypatch.setattr(demo, "_analyzer", lambda: None)  # the parser view only: no Spark here
     out = io.StringIO()
-    assert demo.run(tmp_path, ["torn-write"], stream=out) == 0
+    assert demo.run(tmp_path, ["torn-write"], stream=out, analyze=False) == 0  # the parser view only: no Spark here
     text = out.getvalue()
     assert "parser problems: torn_tail 1" in text and "unclean_shutdown" in text
     assert (tmp_path / "torn-write" / "ground_truth.json").is_file()

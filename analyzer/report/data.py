@@ -3,12 +3,14 @@
 Why a separate loader: ``report DIR`` must re-render quickly and without Spark or Java, and every
 input may be missing, empty or half-written (a crashed run, an older version, a partial copy).
 Everything here is tolerant: a table that cannot be read becomes ``None`` plus a note that the
-renderers turn into a sentence, never an exception.
+renderers turn into a sentence, never an exception. Except findings.json: without it there is no
+verdict to give (``ingest`` writes none), so its absence is a ``ReportError``.
 """
 
 from __future__ import annotations
 
 import json
+import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -121,14 +123,30 @@ def _read_json(path: Path, notes: list[str]) -> dict[str, Any] | None:
     return doc
 
 
+def not_analyzed(out_dir: Path, run: dict[str, Any] | None) -> str:
+    """The line for a DIR without findings.json (``ingest`` wrote it, or it is no output DIR at
+    all): the jobs never ran on it, so no verdict can be given; say how to run them."""
+    run = run or {}
+    inputs = run.get("inputs") or (run.get("input") or {}).get("paths") or []
+    given = " ".join(shlex.quote(str(p)) for p in inputs) if isinstance(inputs, list) and inputs else "INPUT..."
+    what = "no findings.json: ingest wrote it" if "ingest" in run and "findings" not in run else "no findings.json"
+    return (f"the analysis has not run on {out_dir} ({what}); run "
+            f"`kafka-forensics analyze {given} --out {shlex.quote(str(out_dir))}`")
+
+
 def load(out_dir: Path | str) -> ReportData:
-    """Load DIR. Raises ReportError only when DIR has neither findings.json nor any table."""
+    """Load DIR. Raises ReportError when DIR has no readable findings.json: without the jobs'
+    findings any verdict, "Clean" above all, would be a guess."""
     out_dir = Path(out_dir)
     if not out_dir.is_dir():
         raise ReportError(f"{out_dir}: not a directory")
     notes: list[str] = []
-    doc = _read_json(out_dir / "findings.json", notes)
     run = _read_json(out_dir / "run.json", notes)
+    if not (out_dir / "findings.json").is_file():
+        raise ReportError(not_analyzed(out_dir, run))
+    doc = _read_json(out_dir / "findings.json", notes)
+    if doc is None:
+        raise ReportError(f"{out_dir}: {notes[-1]}")
     tables: dict[str, pd.DataFrame | None] = {}
     for name in TABLES:
         try:
@@ -137,11 +155,6 @@ def load(out_dir: Path | str) -> ReportData:
             notes.append(f"Table {name} could not be read ({exc.__class__.__name__}); not rendered.")
             tables[name] = None
     timeline = load_timeline(out_dir, notes)
-    if doc is None and not any(df is not None and len(df) for df in tables.values()) and not timeline:
-        raise ReportError(f"{out_dir}: no findings.json and no tables/ (not an analyze output directory?)")
-    if doc is None:
-        notes.append("findings.json is missing: the findings list is empty; the tables below are shown as found.")
-        doc = {"version": 1, "findings": [], "summary": {}}
     findings = [f for f in doc.get("findings") or [] if isinstance(f, dict)]
     data = ReportData(out_dir=out_dir, findings_doc=doc, findings=findings, run=run, tables=tables, notes=notes, timeline=timeline)
     data.era = guess_era(data.table("files"), data.table("brokers"), data.table("meta_properties"), batch_magics(out_dir))

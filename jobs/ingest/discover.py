@@ -9,6 +9,9 @@ part of it). A *broker* is identified by ``meta.properties`` (``node.id``/``brok
 ``cluster.id``, ``directory.id``); two log dirs carrying the same node id and cluster id are one
 broker (JBOD). Without ``meta.properties`` the id comes from the folder name (the last number in
 the log dir's name, then its parent's), and ``id_source`` says so.
+
+``discover_inputs`` is the whole step from the command's INPUT paths (archives extracted first):
+it runs before Spark starts, and inputs where no log dir is found stop there (``NoLogDirError``).
 """
 
 from __future__ import annotations
@@ -17,10 +20,12 @@ import logging
 import os
 import re
 import stat
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from jobs.ingest import archives
 from jobs.ingest.archives import text
 from parsers.broker_log import node_from_name
 from parsers.files import KINDS, detect
@@ -32,6 +37,7 @@ log = logging.getLogger(__name__)
 # names that make a directory a log dir by themselves (all log-dir level files of FIXED_NAMES
 # except those that live inside partition dirs)
 _LOG_DIR_MARKERS = frozenset(FIXED_NAMES) - {"partition.metadata", "leader-epoch-checkpoint", "quorum-state"}
+WORK = "_work"  # archives are extracted under <staging dir>/_work/inputs/<n>
 _NUMBER_RE = re.compile(r"(\d+)(?!.*\d)")
 
 
@@ -82,6 +88,7 @@ class Discovery:
     brokers: list[Broker]
     files: list[FileEntry]
     problems: list[dict]  # path, position, kind, detail (discovery-level problems)
+    seconds: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -347,6 +354,122 @@ def discover(roots: list[Root]) -> Discovery:
         # guessed: a KRaft controller-only node holds nothing but __cluster_metadata-0
         b.roles = "broker" if any(ld.partitions or ld.has_broker_checkpoints for ld in mine) else "controller"
     return Discovery(sorted(brokers.values(), key=lambda b: b.broker), files, problems)
+
+
+LOOKED_FOR = "meta.properties, broker checkpoints, or partition folders like orders-0 holding .log segments"
+
+
+class NoLogDirError(ValueError):
+    """No input holds a log dir: nothing of any broker can be read, so there is nothing to analyze
+    (and no verdict to give). The CLI prints it as one line and exits 2."""
+
+
+def _root_name(root: Root) -> str:
+    return text(root.archive or str(root.path))
+
+
+def found_instead(root: Root) -> str:
+    """What a root without a log dir holds, in a few words, so the line that refuses it tells the
+    operator what was handed over: nothing, Kafka files outside any partition folder (a lone
+    segment can be dumped, not analyzed), broker logs alone, or files none of which is Kafka's."""
+    files: list[str] = []
+    kafka: list[tuple[str, str]] = []
+    folders = skipped = 0
+    for here, dirs, names, odd in _walk(root.path):
+        sub = here.relative_to(root.path).as_posix()
+        folders += len(dirs)
+        skipped += len(odd)
+        for name in names:
+            rel = name if sub == "." else f"{sub}/{name}"
+            files.append(rel)
+            if kind := detect(name):
+                kafka.append((rel, kind))
+    odd = f"; {skipped} links or special files skipped (never followed)" if skipped else ""
+    if not files:
+        return ("found nothing: it is empty" if not folders else f"found {folders} folders and no file") + odd
+    if not kafka:
+        return f"found {len(files)} files, none a Kafka file (e.g. {', '.join(text(f) for f in files[:3])})" + odd
+    rel, kind = kafka[0]
+    more = f" and {len(kafka) - 1} more Kafka files" if len(kafka) > 1 else ""
+    if all(k == "broker_log" for _, k in kafka):
+        return f"found {text(rel)} (a broker log){more}, but broker logs are read only beside the log dirs they describe"
+    dump = "" if root.archive else f"; read one file with `kafka-forensics dump {text(str(root.path / rel))}`"
+    return (f"found {text(rel)} ({kind}){more} outside any partition folder (Kafka keeps segments in topic-N folders "
+            f"inside a log dir: for a partition folder, give the folder above it){dump}")
+
+
+def require_log_dirs(found: Discovery, roots: list[Root]) -> None:
+    """Raise ``NoLogDirError`` when no root held a log dir (an empty folder, a folder of other
+    files, a lone segment): analyzing nothing must never end in a "Clean" verdict. Runs on the
+    driver before Spark starts, so unusable input fails in well under a second. One root among
+    several without a log dir (a ``server-logs/`` folder, say) is fine."""
+    if found.brokers:
+        return
+    if not roots:
+        raise NoLogDirError("no usable input: every archive given was refused")
+    if len(roots) == 1:
+        raise NoLogDirError(f"no Kafka log dir found in {_root_name(roots[0])} (looked for {LOOKED_FOR}); "
+                            f"{found_instead(roots[0])}")
+    each = "; ".join(f"{_root_name(r)}: {found_instead(r)}" for r in roots)
+    raise NoLogDirError(f"no Kafka log dir found in any input (looked for {LOOKED_FOR}); {each}")
+
+
+def resolve_roots(inputs: list[Path], work_dir: Path) -> tuple[list[Root], list[dict]]:
+    """Input paths → roots to discover in; archives are extracted into ``work_dir/_work``."""
+    roots: list[Root] = []
+    problems: list[dict] = []
+    used: set[str] = set()
+
+    def name_for(path: Path) -> str:
+        # several inputs: paths start with the input's own name so they cannot collide
+        name, n = path.name, 1
+        while name in used:
+            n += 1
+            name = f"{path.name}~{n}"
+        used.add(name)
+        return name
+
+    for raw in inputs:  # every input first: a typo fails before a long extraction
+        if not Path(raw).exists():
+            raise FileNotFoundError(f"{raw}: no such file or directory")
+        if not os.access(raw, os.R_OK):
+            raise ValueError(f"{raw}: not readable")
+    for i, raw in enumerate(inputs):
+        path = Path(raw)
+        if path.is_dir():
+            roots.append(Root(path.resolve(), name_for(path.resolve()) if len(inputs) > 1 else ""))
+        elif archives.is_archive(path):
+            dest = Path(work_dir) / WORK / "inputs" / f"{i}"
+            try:
+                problems += archives.extract(path, dest)
+            except archives.ArchiveError as exc:
+                if len(inputs) == 1:
+                    raise  # the only input is unusable: one line, exit 2
+                # one refused archive among several: say so, keep a problem row, analyze the rest
+                log.warning("%s", exc)
+                problems.append({"path": text(path.name), "position": 0, "kind": exc.kind, "detail": str(exc)})
+                continue
+            roots.append(Root(dest, name_for(path), path.name))
+        elif kind := detect(path.name):
+            raise ValueError(f"{path}: a Kafka file ({kind}), not a log dir; read it alone with `kafka-forensics dump {path}`, "
+                             "or give the log dir that holds it")
+        else:
+            raise ValueError(f"{path}: not a directory or a supported archive (.tar, .tar.gz, .tgz, .tar.xz, .zip)")
+    return roots, problems
+
+
+def discover_inputs(inputs: list[Path], work_dir: Path) -> Discovery:
+    """Step 1 alone, on the driver and without Spark: check the inputs, extract archives into
+    ``work_dir``, find the brokers. Raises (``FileNotFoundError``, ``ArchiveError``,
+    ``NoLogDirError``...) when the inputs hold nothing to analyze, so callers can run it before
+    starting a JVM and unusable input fails in under a second."""
+    t0 = time.monotonic()
+    roots, problems = resolve_roots(inputs, work_dir)
+    found = discover(roots)
+    require_log_dirs(found, roots)
+    found.problems[:0] = problems
+    found.seconds = time.monotonic() - t0
+    return found
 
 
 def parseable(kind: str | None) -> bool:

@@ -1,7 +1,8 @@
 """Files → Parquet tables, parsing as Spark tasks.
 
 Flow (all heavy work on executors, nothing parsed comes back to the driver):
-1. discovery on the driver (``discover.py``; archives extracted safely first) gives the file list;
+1. discovery on the driver (``discover.discover_inputs``; archives extracted safely first) gives the
+   file list; callers run it before starting Spark, so unusable input fails without a JVM;
 2. files are packed into tasks: a file of ``GROUP_BYTES`` or more is a task of its own (a segment
    is never split: Kafka's default segment is 1 GiB and the parser streams it in 32 MiB chunks
    through bounded memory), smaller files of one log dir are grouped up to ``GROUP_BYTES`` /
@@ -37,7 +38,6 @@ GROUP_BYTES = 64 << 20
 GROUP_FILES = 512
 WRITE_THREADS = 4
 STAGE = "_stage"
-WORK = "_work"
 
 FILE_FIELDS = ["abs_path", "path", "broker", "log_dir", "topic", "partition", "dir_state", "kind", "size", "mtime_ms", "archive"]
 TASK_SCHEMA = T.StructType([
@@ -145,63 +145,26 @@ def _spark_schema(schema: pa.Schema) -> T.StructType:
     return from_arrow_schema(schema)
 
 
-def resolve_roots(inputs: list[Path], work_dir: Path) -> tuple[list[disc.Root], list[dict]]:
-    """Input paths → roots to discover in; archives are extracted into ``work_dir/_work``."""
-    from . import archives
-
-    roots: list[disc.Root] = []
-    problems: list[dict] = []
-    used: set[str] = set()
-
-    def name_for(path: Path) -> str:
-        # several inputs: paths start with the input's own name so they cannot collide
-        name, n = path.name, 1
-        while name in used:
-            n += 1
-            name = f"{path.name}~{n}"
-        used.add(name)
-        return name
-
-    for i, raw in enumerate(inputs):
-        path = Path(raw)
-        if path.is_dir():
-            roots.append(disc.Root(path.resolve(), name_for(path.resolve()) if len(inputs) > 1 else ""))
-        elif archives.is_archive(path):
-            dest = Path(work_dir) / WORK / "inputs" / f"{i}"
-            try:
-                problems += archives.extract(path, dest)
-            except archives.ArchiveError as exc:
-                if len(inputs) == 1:
-                    raise  # the only input is unusable: one line, exit 2
-                # one refused archive among several: say so, keep a problem row, analyze the rest
-                log.warning("%s", exc)
-                problems.append({"path": archives.text(path.name), "position": 0, "kind": exc.kind, "detail": str(exc)})
-                continue
-            roots.append(disc.Root(dest, name_for(path), path.name))
-        else:
-            raise ValueError(f"{path}: not a directory or a supported archive (.tar, .tar.gz, .tgz, .tar.xz, .zip)")
-    return roots, problems
-
-
-def ingest(spark: SparkSession, inputs: list[Path], work_dir: Path, payloads: bool = False, progress: bool = True) -> IngestResult:
+def ingest(spark: SparkSession, inputs: list[Path], work_dir: Path, payloads: bool = False, progress: bool = True,
+           found: disc.Discovery | None = None) -> IngestResult:
     """Parse every file under ``inputs`` and write the tables under ``work_dir/tables/``.
 
     ``work_dir`` is the staging directory of ``outdir.staged_output``; no catalog is touched here
-    (the catalog is registered after the swap, see catalog.py).
+    (the catalog is registered after the swap, see catalog.py). ``found``: what
+    ``discover_inputs(inputs, work_dir)`` already returned (it is run here otherwise).
     """
     from jobs.ingest.progress import Progress
 
     t0 = time.monotonic()
     work_dir = Path(work_dir)
     (work_dir / "tables").mkdir(parents=True, exist_ok=True)
-    roots, problems = resolve_roots(inputs, work_dir)
-    found = disc.discover(roots)
-    problems += found.problems
+    found = found or disc.discover_inputs(inputs, work_dir)
+    problems = found.problems
     total_bytes = sum(f.size for f in found.files)
     tasks = plan_tasks(found.files, group_bytes_for(total_bytes, spark.sparkContext.defaultParallelism))
     log.info("%d brokers, %d log dirs, %d files, %.1f MB in %d tasks", len(found.brokers),
              sum(len(b.log_dirs) for b in found.brokers), len(found.files), total_bytes / 1e6, len(tasks))
-    seconds = {"discover": time.monotonic() - t0}
+    seconds = {"discover": found.seconds + time.monotonic() - t0}
 
     sc = spark.sparkContext
     files_acc, bytes_acc, parse_acc = sc.accumulator(0), sc.accumulator(0), sc.accumulator(0.0)
@@ -247,7 +210,7 @@ def ingest(spark: SparkSession, inputs: list[Path], work_dir: Path, payloads: bo
             str(table_path(work_dir, "problems")))
     seconds["write"] = time.monotonic() - t2
     shutil.rmtree(stage, ignore_errors=True)
-    shutil.rmtree(work_dir / WORK, ignore_errors=True)
+    shutil.rmtree(work_dir / disc.WORK, ignore_errors=True)
     for name in ("batches", "records", "files", "problems"):
         rows[name] = read_table(spark, work_dir, name).count()
     seconds["total"] = time.monotonic() - t0

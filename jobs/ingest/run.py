@@ -1,30 +1,41 @@
-"""``kafka-forensics ingest`` end to end: staged DIR, Spark, ingest, run.json, swap, catalog.
+"""The one ingest pipeline, shared by ``kafka-forensics ingest`` and ``analyze``: discover the
+inputs, stage DIR, start Spark, ingest, write run.json, swap DIR in, register its catalog.
 
-Kept out of the CLI so ``analyze`` (and scripts) can do the same steps with more in between.
+Discovery (archives extracted into the staging dir) runs before Spark is even imported, so
+unusable input (a missing path, a bad archive, a folder without any log dir) fails in well under
+a second without a JVM. ``analyze`` adds its jobs and report inside the ``staged_ingest`` block.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import platform
+import subprocess
+import sys
 import time
-from dataclasses import asdict
+from collections.abc import Iterator
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import pyspark
-
-from jobs.store import catalog
 from jobs.store.outdir import staged_output
-from jobs.store.spark import get_session
 
-from .pipeline import IngestResult, ingest
+from .discover import discover_inputs
+
+if TYPE_CHECKING:  # pyspark is imported only once discovery found something to ingest
+    from pyspark.sql import SparkSession
+
+    from .pipeline import IngestResult
 
 log = logging.getLogger(__name__)
 
 
 def run_info(inputs: list[Path], master: str, result: IngestResult) -> dict:
     """What DIR/run.json says about an ingest (analyze adds its own keys beside these)."""
+    import pyspark
+
     info = asdict(result)
     info.pop("out")
     return {
@@ -36,19 +47,58 @@ def run_info(inputs: list[Path], master: str, result: IngestResult) -> dict:
     }
 
 
-def run(inputs: list[Path], out: Path, master: str = "local[*]", payloads: bool = False, progress: bool = True,
-        register: bool = True) -> IngestResult:
-    """Ingest ``inputs`` into ``out`` (replaced atomically), then build its catalog."""
-    for p in inputs:
-        if not Path(p).exists():
-            raise FileNotFoundError(f"{p}: no such file or directory")
-    spark = get_session(master)
+@dataclass
+class Staged:
+    """What the ``staged_ingest`` block gets: the session, the staging dir, the ingest result and
+    run.json's content (add keys to ``run_info``; ``write_run_json`` writes it before the block
+    ends when something in the block reads it, e.g. analyze's report)."""
+
+    spark: SparkSession
+    tmp: Path
+    result: IngestResult
+    run_info: dict = field(default_factory=dict)
+
+    def write_run_json(self) -> None:
+        (self.tmp / "run.json").write_text(json.dumps(self.run_info, indent=1, default=str) + "\n")
+
+
+@contextlib.contextmanager
+def staged_ingest(inputs: list[Path], out: Path, master: str = "local[*]", payloads: bool = False, progress: bool = True,
+                  spark: SparkSession | None = None, register: bool = True) -> Iterator[Staged]:
+    """Ingest ``inputs`` into a staging sibling of ``out`` and yield it; when the block ends,
+    run.json is written, DIR swapped in (``outdir.staged_output``) and its catalog registered.
+
+    ``spark``: a session to reuse (tests, demo); otherwise one is started after discovery. One
+    JVM pins one catalog, so with a reused session the catalog is registered by a fresh process;
+    ``register=False`` leaves it to the first ``sql`` use."""
+    inputs = [Path(p) for p in inputs]
     with staged_output(out) as tmp:
-        result = ingest(spark, [Path(p) for p in inputs], tmp, payloads=payloads, progress=progress)
-        (tmp / "run.json").write_text(json.dumps(run_info(inputs, master, result), indent=1, default=str))
+        found = discover_inputs(inputs, tmp)
+        from jobs.store.spark import get_session
+
+        from .pipeline import ingest
+
+        session = spark or get_session(master, input_bytes=sum(f.size for f in found.files))
+        result = ingest(session, inputs, tmp, payloads=payloads, progress=progress, found=found)
+        staged = Staged(session, tmp, result, run_info(inputs, master, result))
+        yield staged
+        staged.write_run_json()
     result.out = Path(out)
     log.info("%d files, %.1f MB, %d brokers in %.1f s -> %s", result.files, result.bytes / 1e6, len(result.brokers),
              result.seconds.get("total", 0), out)
-    if register:
-        catalog.register(out, spark)
-    return result
+    if not register:
+        return
+    if spark is None:
+        from jobs.store import catalog
+
+        catalog.register(out, session)
+    else:
+        subprocess.run([sys.executable, "-m", "jobs.store.catalog", str(out)], check=False, capture_output=True)
+
+
+def run(inputs: list[Path], out: Path, master: str = "local[*]", payloads: bool = False, progress: bool = True,
+        register: bool = True) -> IngestResult:
+    """``kafka-forensics ingest``: ingest ``inputs`` into ``out`` (replaced atomically), then build its catalog."""
+    with staged_ingest(inputs, out, master, payloads=payloads, progress=progress, register=register) as staged:
+        pass
+    return staged.result

@@ -118,9 +118,11 @@ def staged_output(out: Path) -> Iterator[Path]:
     tmp.mkdir()
     try:
         yield tmp
+        pause_point("before-swap")
+        # an exception in the swap (Ctrl-C while the previous results are removed) leaves in tmp
+        # either the new results not swapped in or the previous ones half removed: drop it too
+        swap_in(tmp, out)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
-    pause_point("before-swap")
-    swap_in(tmp, out)
     pause_point("after-swap")

@@ -5,17 +5,26 @@ partitions turn a few thousand rows into hundreds of tiny tasks; INFO logs and t
 progress bar drown our own stderr; ``spark-warehouse/``, ``metastore_db/`` and ``derby.log``
 would land in the user's current directory. And the persistent catalog (Hive + Derby) must live
 inside the output DIR, so it is only switched on when ``catalog_dir`` is given.
+
+Ctrl-C: pyspark's own SIGINT handler cancels the jobs with a py4j call made inside the
+interrupted one and prints its tracebacks, and the JVM (which ignores SIGINT) keeps writing into
+the staging dir while Python removes it. Commands wrap their run in ``interruptible()`` instead.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import shutil
+import signal
 import sys
+from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from pyspark.sql import SparkSession
+if TYPE_CHECKING:  # imported when a session is asked for: ``interruptible`` must not pay for pyspark
+    from pyspark.sql import SparkSession
 
 log = logging.getLogger(__name__)
 
@@ -73,6 +82,8 @@ def get_session(master: str = "local[*]", catalog_dir: Path | None = None, app: 
     A session already running in this process is returned as is (Spark allows one per JVM):
     callers that need the catalog start a fresh process or stop the session first.
     """
+    from pyspark.sql import SparkSession
+
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     confs = sized_confs(input_bytes, _cores(master))
@@ -111,7 +122,12 @@ def get_session(master: str = "local[*]", catalog_dir: Path | None = None, app: 
     for key, value in confs.items():
         builder = builder.config(key, value)
     _quiet_java_logs()
+    on_sigint = signal.getsignal(signal.SIGINT)
     spark = builder.getOrCreate()
+    if callable(on_sigint) and on_sigint is not signal.default_int_handler and signal.getsignal(signal.SIGINT) is not on_sigint:
+        # a caller's own Ctrl-C handling (``interruptible``) stays: pyspark's handler cancels the
+        # jobs through a py4j call made inside the interrupted one, which logs two tracebacks
+        signal.signal(signal.SIGINT, on_sigint)
     spark.sparkContext.setLogLevel(os.environ.get("KF_SPARK_LOG_LEVEL", "ERROR"))
     if catalog_dir is not None:
         # in case the JVM was already running, Derby still reads these at first use
@@ -143,6 +159,64 @@ def _cores(master: str) -> int:
     if master.startswith("local[") and master[6:-1].isdigit():
         return int(master[6:-1])
     return os.cpu_count() or 1
+class Interrupted(BaseException):
+    """Ctrl-C during a command that runs Spark. A BaseException like KeyboardInterrupt, so no
+    ``except Exception`` swallows it, but not one: py4j logs every KeyboardInterrupt it sees
+    inside a call with a traceback."""
+
+
+def _children() -> list[int]:
+    """Processes this one started (the JVM, or spark-submit while it is still starting one)."""
+    me = str(os.getpid())
+    found = []
+    for d in Path("/proc").glob("[0-9]*"):
+        try:
+            stat = (d / "stat").read_text()
+        except OSError:
+            continue
+        if stat[stat.rindex(")") + 2:].split()[1] == me:
+            found.append(int(d.name))
+    return found
+
+
+def stop_jvm(timeout: float = 30) -> None:
+    """Kill the JVM this process started and wait for it, so nothing it runs writes another byte
+    (a cancelled task still finishing its Parquet file into the staging dir) once this returns;
+    then remove its scratch. SIGKILL: the JVM says nothing while dying, and its shutdown hooks
+    have nothing left to save. pyspark's daemon and workers exit when their JVM does."""
+    pyspark = sys.modules.get("pyspark")
+    gateway = getattr(getattr(pyspark, "SparkContext", None), "_gateway", None)
+    proc = getattr(gateway, "proc", None)
+    pids = set(_children()) | ({proc.pid} if proc is not None and proc.poll() is None else set())
+    for pid in pids:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+    for pid in pids:
+        if proc is not None and pid == proc.pid:
+            proc.wait(timeout)
+        else:
+            with contextlib.suppress(ChildProcessError):
+                os.waitpid(pid, 0)
+    shutil.rmtree(_scratch_path(), ignore_errors=True)
+
+
+@contextlib.contextmanager
+def interruptible() -> Iterator[None]:
+    """Inside the block, Ctrl-C stops the JVM first and then raises ``Interrupted``, so the
+    staging dir is removed after the last write into it, and the command can say one line
+    instead of py4j's tracebacks. (The JVM ignores SIGINT itself: pyspark starts it that way.)"""
+
+    def handler(signum, frame):
+        signal.signal(signal.SIGINT, signal.SIG_IGN)  # a second Ctrl-C must not cut the cleanup short
+        logging.disable(logging.CRITICAL)  # py4j logs each call the dead JVM breaks, with a traceback
+        stop_jvm()
+        raise Interrupted()
+
+    previous = signal.signal(signal.SIGINT, handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 SCRATCH_PREFIX = "kf-spark-"
@@ -156,7 +230,7 @@ def scratch_dir() -> Path:
     processes, as ``jobs.store.outdir.recover`` does for staging dirs. (``SPARK_LOCAL_DIRS`` still wins.)"""
     from jobs.store.outdir import _pid_alive
 
-    base = Path(os.environ.get("TMPDIR", "/tmp"))
+    base = _scratch_path().parent
     for old in base.glob(f"{SCRATCH_PREFIX}*"):
         try:
             pid = int(old.name[len(SCRATCH_PREFIX):])
@@ -164,9 +238,13 @@ def scratch_dir() -> Path:
             continue
         if pid != os.getpid() and not _pid_alive(pid):
             shutil.rmtree(old, ignore_errors=True)
-    mine = base / f"{SCRATCH_PREFIX}{os.getpid()}"
+    mine = _scratch_path()
     mine.mkdir(parents=True, exist_ok=True)
     return mine
+
+
+def _scratch_path() -> Path:
+    return Path(os.environ.get("TMPDIR", "/tmp")) / f"{SCRATCH_PREFIX}{os.getpid()}"
 
 
 def _quiet_java_logs() -> None:
