@@ -102,6 +102,7 @@ def main() -> None:
     ap.add_argument("--quick", action="store_true", help="~60 MB instead of ≥ 1 GB")
     ap.add_argument("--child", nargs=3, metavar=("MASTER", "SRC", "OUT"), help=argparse.SUPPRESS)
     ap.add_argument("--keep", type=Path, help="generate into (and keep) this folder")
+    ap.add_argument("--records", type=int, help="records per partition (default 520000, ~1.25 GB; --quick 30000)")
     args = ap.parse_args()
     if args.child:
         child(args.child[0], Path(args.child[1]), Path(args.child[2]))
@@ -111,7 +112,7 @@ def main() -> None:
 
     tmp = Path(tempfile.mkdtemp(prefix="kf-ingest-bench-"))
     src = args.keep or tmp / "data"
-    records = 30_000 if args.quick else 520_000  # per partition; 4 partitions, 3 brokers
+    records = args.records or (30_000 if args.quick else 520_000)  # per partition; 4 partitions, 3 brokers
     try:
         if not (src / "broker-3").is_dir():
             g = generate(src, brokers=3, partitions=4, records=records, segment_bytes=64 << 20, value_size=145)
