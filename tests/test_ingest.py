@@ -8,11 +8,13 @@ import tarfile
 from collections import Counter
 from pathlib import Path
 
+import pyarrow as pa
 import pytest
 from conftest import FOUND, REAL
 
 from jobs.ingest.pipeline import ingest
 from jobs.store.io import read_table
+from jobs.store.tables import ALL_TABLES, PARTITION_BY, schema_of
 from parsers.files import SEGMENT_KINDS, detect, parse_path
 from parsers.meta_properties import parse as parse_meta
 
@@ -61,7 +63,21 @@ def check(spark, src: Path, out: Path, inputs: list[Path] | None = None):
     n_files = sum(len(f) for _, _, f in os.walk(src))
     assert result.files <= n_files
     assert result.rows["files"] == result.files
+    for name in ALL_TABLES:  # what the tasks counted is what Spark reads, typed as schema_of says
+        df = read_table(spark, out, name)
+        assert df.schema == spark_schema(name, has_rows=result.rows[name] > 0), name
+        assert df.count() == result.rows[name], name
     return result
+
+
+def spark_schema(name: str, has_rows: bool):
+    """Table ``name`` as Spark reads it: ``schema_of`` with the Hive partition columns last (a
+    table no task fed is one unpartitioned empty file)."""
+    from pyspark.sql.pandas.types import from_arrow_schema
+
+    schema = schema_of(name)
+    cols = PARTITION_BY.get(name, []) if has_rows else []
+    return from_arrow_schema(pa.schema([f for f in schema if f.name not in cols] + [schema.field(c) for c in cols]))
 
 
 @pytest.mark.parametrize("scenario", REAL_SCENARIOS)

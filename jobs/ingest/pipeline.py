@@ -8,10 +8,12 @@ Flow (all heavy work on executors, nothing parsed comes back to the driver):
    through bounded memory), smaller files of one log dir are grouped up to ``GROUP_BYTES`` /
    ``GROUP_FILES``; tasks are ordered largest first so the long ones start early;
 3. the task list is a DataFrame with one row (and one Spark partition) per task; ``mapInArrow``
-   runs ``tasks.run_task`` on it and the union stream is written once to ``_stage/`` split by
-   ``table`` (see tasks.py for why a single pass);
-4. per table, the stage partition is decoded back to typed Arrow batches (``mapInArrow`` again) and
-   written as Parquet under ``tables/<name>/``.
+   runs ``tasks.run_task`` on it, and the task writes each table's Parquet files itself
+   (``task_writer.py``: ``tables/<name>/``, Hive folders per ``PARTITION_BY``) and hands back only
+   counts. Each byte is parsed once and each row written once: no staging pass, no second write.
+   The output DIR must be a path every executor sees (on a ``spark://`` cluster: a shared mount);
+4. the driver adds what it alone knows (``brokers``, discovery's problems) and an empty file for
+   every table no task fed; Spark then reads the finished tables.
 """
 
 from __future__ import annotations
@@ -19,7 +21,6 @@ from __future__ import annotations
 import logging
 import shutil
 import time
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -27,8 +28,8 @@ import pyarrow as pa
 from pyspark.sql import SparkSession
 from pyspark.sql import types as T
 
-from jobs.store.io import read_table, table_path, write_empty, write_table
-from jobs.store.tables import BROKERS, PARTITION_BY, SCHEMAS, schema_of
+from jobs.store.io import table_path, write_empty
+from jobs.store.tables import ALL_TABLES, BROKERS, schema_of
 
 from . import discover as disc
 
@@ -36,8 +37,6 @@ log = logging.getLogger(__name__)
 
 GROUP_BYTES = 64 << 20
 GROUP_FILES = 512
-WRITE_THREADS = 4
-STAGE = "_stage"
 
 FILE_FIELDS = ["abs_path", "path", "broker", "log_dir", "topic", "partition", "dir_state", "kind", "size", "mtime_ms", "archive"]
 TASK_SCHEMA = T.StructType([
@@ -102,39 +101,26 @@ def plan_tasks(files: list[disc.FileEntry], group_bytes: int = GROUP_BYTES) -> l
     return tasks
 
 
-def _parse_stage(payloads: bool, files_acc, bytes_acc, parse_acc):
-    """The mapInArrow function of step 3 (a closure Spark ships to the executors)."""
+def _parse_write(tables_dir: str, payloads: bool, files_acc, bytes_acc, parse_acc):
+    """The mapInArrow function of step 3 (a closure Spark ships to the executors): parse a task's
+    files, write its tables' Parquet files there and then, hand back only its counts."""
 
     def run(batches):
-        from jobs.ingest.tasks import STAGE_SCHEMA, run_task
+        from pyspark import TaskContext
 
+        from jobs.ingest.task_writer import write_task
+        from jobs.ingest.tasks import run_task
+
+        context = TaskContext.get()
+        attempt = context.attemptNumber() if context is not None else 0
         for batch in batches:
             for task in batch.to_pylist():
-                out = []
                 timing: dict = {}
-                for row in run_task(task["task"], task["files"], payloads, timing):
-                    out.append(row)
-                    if len(out) >= 4:
-                        yield pa.RecordBatch.from_pylist(out, schema=STAGE_SCHEMA)
-                        out = []
-                if out:
-                    yield pa.RecordBatch.from_pylist(out, schema=STAGE_SCHEMA)
+                counts = write_task(tables_dir, task["task"], attempt, run_task(task["files"], payloads, timing), payloads)
+                yield from counts.to_batches()
                 files_acc.add(len(task["files"]))
                 parse_acc.add(timing.get("parse", 0.0))
                 bytes_acc.add(task["bytes"])
-
-    return run
-
-
-def _decoder(name: str, payloads: bool):
-    def run(batches):
-        from jobs.ingest.tasks import from_ipc
-        from jobs.store.tables import schema_of
-
-        schema = schema_of(name, payloads)
-        for batch in batches:
-            for blob in batch.column("ipc").to_pylist():
-                yield from from_ipc(blob).cast(schema).to_batches(max_chunksize=65536)
 
     return run
 
@@ -168,50 +154,41 @@ def ingest(spark: SparkSession, inputs: list[Path], work_dir: Path, payloads: bo
 
     sc = spark.sparkContext
     files_acc, bytes_acc, parse_acc = sc.accumulator(0), sc.accumulator(0), sc.accumulator(0.0)
-    stage = work_dir / STAGE
+    tables_dir = str(table_path(work_dir.absolute(), "brokers").parent)  # executors must see this path
     t1 = time.monotonic()
+    counts = []
     with Progress(len(found.files), total_bytes, lambda: (files_acc.value, bytes_acc.value), enabled=progress):
         if tasks:
             rdd = sc.parallelize([(t["task"], t["bytes"], t["files"]) for t in tasks], len(tasks))
             task_df = spark.createDataFrame(rdd, TASK_SCHEMA)
-            from jobs.ingest.tasks import STAGE_SCHEMA
+            from .task_writer import COUNTS_SCHEMA
 
-            staged = task_df.mapInArrow(_parse_stage(payloads, files_acc, bytes_acc, parse_acc), _spark_schema(STAGE_SCHEMA))
-            staged.write.mode("overwrite").option("compression", "none").partitionBy("table").parquet(str(stage))
+            counts = task_df.mapInArrow(_parse_write(tables_dir, payloads, files_acc, bytes_acc, parse_acc),
+                                        _spark_schema(COUNTS_SCHEMA)).collect()
     seconds["parse"] = time.monotonic() - t1
     seconds["task_parse"] = parse_acc.value  # summed over tasks: reading, hashing, parsing only
+    seconds["task_write"] = sum(r["write_seconds"] for r in counts)  # summed over tasks: Parquet writes
 
     t2 = time.monotonic()
-    rows: dict[str, int] = {}
+    from .task_writer import remove_temporaries, write_task
 
-    def split(name: str) -> None:
-        part = stage / f"table={name}"
-        schema = _spark_schema(schema_of(name, payloads))
-        if part.is_dir():
-            df = spark.read.parquet(str(part)).select("ipc").mapInArrow(_decoder(name, payloads), schema)
-            write_table(df, work_dir, name, PARTITION_BY.get(name))
-        else:
-            write_empty(work_dir, name, schema_of(name, payloads))
-
-    # one Spark job per table; run a few at once so small tables do not wait on scheduling
-    with ThreadPoolExecutor(max_workers=WRITE_THREADS) as pool:
-        list(pool.map(split, sorted(SCHEMAS, key=lambda n: n not in ("records", "batches"))))
-    brokers = [asdict(b) for b in found.brokers]
-    brokers_df = spark.createDataFrame(
-        [[b[f.name] for f in BROKERS] for b in brokers], _spark_schema(BROKERS))
-    write_table(brokers_df.coalesce(1), work_dir, "brokers")
-    if problems:
-        from jobs.ingest.tasks import problem_rows
+    remove_temporaries(tables_dir)
+    if problems:  # discovery's and the archives' own, written as one more task would write them
+        from .tasks import problem_rows
 
         extra = pa.concat_tables([
             problem_rows({"broker": None, "log_dir": None, "topic": None, "partition": None, "dir_state": None, "path": p["path"]},
                          [(p["position"], p["kind"], p["detail"])]) for p in problems])
-        spark.createDataFrame(extra.to_pandas(), _spark_schema(SCHEMAS["problems"])).write.mode("append").parquet(
-            str(table_path(work_dir, "problems")))
+        counts += write_task(tables_dir, len(tasks), 0, [("problems", extra)]).to_pylist()
+    brokers = [asdict(b) for b in found.brokers]
+    counts += write_task(tables_dir, 0, 0, [("brokers", pa.Table.from_pylist(brokers, schema=BROKERS))]).to_pylist()
+    rows = {name: 0 for name in ALL_TABLES}
+    for r in counts:
+        rows[r["table"]] += r["rows"]
+    for name, n in rows.items():
+        if not n:  # no task fed it: an empty file still carries its schema
+            write_empty(work_dir, name, schema_of(name, payloads))
     seconds["write"] = time.monotonic() - t2
-    shutil.rmtree(stage, ignore_errors=True)
     shutil.rmtree(work_dir / disc.WORK, ignore_errors=True)
-    for name in ("batches", "records", "files", "problems"):
-        rows[name] = read_table(spark, work_dir, name).count()
     seconds["total"] = time.monotonic() - t0
     return IngestResult(work_dir, brokers, len(found.files), total_bytes, len(tasks), rows, seconds, rows["problems"])

@@ -1,13 +1,11 @@
 """What one Spark task does on an executor: open its files, hash and parse them, and hand back
 Arrow tables. No Spark import here: it runs inside ``mapInArrow`` workers and in plain tests.
 
-Why one output stream for all tables (a union row ``table, task, seq, rows, ipc``): a segment
-yields batches, records and problems in the same pass, an index yields entries and an
-``index_files`` row. Running one ``mapInArrow`` per output table would parse every segment
-twice (batches, records) and read every file once more to hash it; with the union each file is
-opened, hashed and parsed exactly once. Each piece travels as an Arrow IPC stream (compressed),
-so the union needs no wide all-null schema; the driver splits it by ``table`` afterwards
-(Parquet directory partitions, so each table reads back only its own rows).
+Why one pass over the files for all tables: a segment yields batches, records and problems in the
+same pass, an index yields entries and an ``index_files`` row. Running one job per output table
+would parse every segment twice (batches, records) and read every file once more to hash it; here
+each file is opened, hashed and parsed exactly once, and ``run_task`` streams (table, rows) pieces
+that the task writes itself (``task_writer.py``).
 """
 
 from __future__ import annotations
@@ -63,15 +61,8 @@ def decode_internal(name: str, records: pa.Table, f: dict) -> Iterator[tuple[str
     if problems:
         yield "problems", conform(problems_table(f["path"], problems), "problems", f)
 
-STAGE_SCHEMA = pa.schema([
-    pa.field("table", pa.string()),
-    pa.field("task", pa.int32()),
-    pa.field("seq", pa.int32()),
-    pa.field("rows", pa.int64()),
-    pa.field("ipc", pa.binary()),
-])
 HASH_BLOCK = 32 << 20
-_IPC_OPTIONS = pa.ipc.IpcWriteOptions(compression="lz4")
+ROW_GROUP_ROWS = 65536  # pieces of one table are merged up to this many rows (one Parquet row group)
 _MAX_TS_MS = 253_402_300_799_999  # 9999-12-31: beyond this a Spark timestamp overflows
 
 
@@ -83,17 +74,6 @@ OWN_COLUMNS: dict[str, set[str]] = {
     "metadata_records": {"topic", "partition"},
     "log_events": {"topic", "partition"},
 }
-
-
-def to_ipc(table: pa.Table) -> bytes:
-    sink = pa.BufferOutputStream()
-    with pa.ipc.new_stream(sink, table.schema, options=_IPC_OPTIONS) as writer:
-        writer.write_table(table)
-    return sink.getvalue().to_pybytes()
-
-
-def from_ipc(blob: bytes) -> pa.Table:
-    return pa.ipc.open_stream(pa.py_buffer(blob)).read_all()
 
 
 def _common(n: int, f: dict, names: Iterable[str] = ("broker", "log_dir", "topic", "partition", "dir_state", "path")) -> dict:
@@ -222,24 +202,20 @@ def files_row(f: dict, sha: str | None) -> pa.Table:
     return conform(t, "files", f)
 
 
-def run_task(task: int, files: list[dict], payloads: bool = False, timing: dict | None = None) -> Iterator[dict]:
-    """Stage rows (``STAGE_SCHEMA`` as dicts) for one task's files; small pieces of the same
-    table are merged so the stage holds few, larger blobs. ``timing["parse"]`` accumulates the
-    seconds spent reading, hashing and parsing (not handing rows to Spark), for the benchmark."""
+def run_task(files: list[dict], payloads: bool = False, timing: dict | None = None) -> Iterator[tuple[str, pa.Table]]:
+    """(table name, rows) pieces for one task's files; small pieces of one table are merged so
+    the files hold few, larger row groups. ``timing["parse"]`` accumulates the seconds spent
+    reading, hashing and parsing (not writing), for the benchmark."""
     if timing is None:
         timing = {}
     timing.setdefault("parse", 0.0)
     pending: dict[str, list[pa.Table]] = {}
     pending_rows: dict[str, int] = {}
-    seq = 0
 
-    def flush(name: str):
-        nonlocal seq
+    def flush(name: str) -> tuple[str, pa.Table]:
         tables = pending.pop(name)
-        rows = pending_rows.pop(name)
-        table = pa.concat_tables(tables) if len(tables) > 1 else tables[0]
-        seq += 1
-        return {"table": name, "task": task, "seq": seq, "rows": rows, "ipc": to_ipc(table)}
+        pending_rows.pop(name)
+        return name, pa.concat_tables(tables) if len(tables) > 1 else tables[0]
 
     for f in files:
         pieces = parse_file(f, payloads)
@@ -254,7 +230,7 @@ def run_task(task: int, files: list[dict], payloads: bool = False, timing: dict 
                 continue
             pending.setdefault(name, []).append(table)
             pending_rows[name] = pending_rows.get(name, 0) + table.num_rows
-            if pending_rows[name] >= 65536 or table.nbytes > (8 << 20):
+            if pending_rows[name] >= ROW_GROUP_ROWS or table.nbytes > (8 << 20):
                 yield flush(name)
     for name in list(pending):
         yield flush(name)

@@ -1,0 +1,92 @@
+"""A parse task's own Parquet files: laid out and typed as Spark's writer would (Spark reads them
+back with the table's schema, Hive folders named as Spark names them), committed all at once, and
+a retried attempt never doubles a row."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from pyspark.sql.pandas.types import from_arrow_schema
+
+from jobs.ingest.task_writer import TEMP_SUFFIX, partition_folder, remove_temporaries, write_task
+from jobs.ingest.tasks import conform
+from jobs.store.tables import PARTITION_BY, schema_of
+
+# topics a hostile or odd input may give a partition folder: Spark must read every one back
+TOPICS = ["plain", "a/b", "x=y", "50%", "sp ace", "ü-topic", "", None, "123"]
+
+
+def file_of(topic) -> dict:
+    return {"broker": 1, "log_dir": "d", "topic": topic, "partition": 0, "dir_state": None, "path": "d/t-0/0.log"}
+
+
+def batches_of(topic, n: int = 3, first: int = 0) -> pa.Table:
+    """``n`` rows of the batches table for one topic, offsets from ``first``."""
+    f = file_of(topic)
+    t = pa.table({"position": pa.array(range(first, first + n), pa.int64()),
+                  "base_offset": pa.array(range(first, first + n), pa.int64()),
+                  "magic": pa.array([2] * n, pa.int8())})
+    return conform(t, "batches", f)
+
+
+def visible_files(root):
+    return sorted(p.relative_to(root).as_posix() for p in root.rglob("*") if p.is_file() and not p.name.startswith("."))
+
+
+def test_folders_are_named_as_spark_names_them(spark, tmp_path):
+    """The same rows written by Spark's partitionBy and by a task land in the same folders."""
+    table = pa.concat_tables([batches_of(t, 1) for t in TOPICS])
+    spark.createDataFrame(table.to_pandas(), from_arrow_schema(table.schema)).write.partitionBy("topic").parquet(str(tmp_path / "spark"))
+    ours = {partition_folder(["topic"], (t,)) for t in TOPICS}
+    theirs = {p.name for p in (tmp_path / "spark").iterdir() if p.is_dir()}
+    assert ours == theirs
+
+
+def test_spark_reads_the_tables_schema_and_rows(spark, tmp_path):
+    """Several topics in one task's rows: one file per topic folder, read back with the types of
+    ``schema_of`` (partition column last, as Spark infers it) and every row once."""
+    table = pa.concat_tables([batches_of(t, 2) for t in TOPICS])
+    counts = write_task(tmp_path, 3, 0, [("batches", table)]).to_pylist()
+    assert counts == [{"task": 3, "table": "batches", "rows": len(table), "files": len(set(TOPICS) - {""}),
+                       "bytes": counts[0]["bytes"], "write_seconds": counts[0]["write_seconds"]}]
+    df = spark.read.parquet(str(tmp_path / "batches"))
+    schema = schema_of("batches")
+    cols = PARTITION_BY["batches"]
+    expected = from_arrow_schema(pa.schema([f for f in schema if f.name not in cols] + [schema.field(c) for c in cols]))
+    assert df.schema == expected
+    got = Counter((r["topic"], r["position"]) for r in df.select("topic", "position").collect())
+    want = Counter((t or None, p) for t in TOPICS for p in range(2))  # Spark reads "" back as null
+    assert got == want
+
+
+def test_a_retried_task_replaces_its_files(tmp_path):
+    """A second attempt of the same task renames onto the first attempt's files: same names, no
+    row twice, and a failed attempt leaves nothing Spark would read."""
+    write_task(tmp_path, 7, 0, [("batches", batches_of("t", 5)), ("files", conform(pa.table({"size": [1]}), "files", file_of("t")))])
+    first = visible_files(tmp_path)
+
+    def failing():
+        yield "batches", batches_of("t", 5, first=100)
+        yield "batches", batches_of("u", 5, first=100)
+        raise OSError("disk full")
+
+    with pytest.raises(OSError):
+        write_task(tmp_path, 8, 1, failing())
+    assert visible_files(tmp_path) == first
+    assert not list(tmp_path.rglob(f"*{TEMP_SUFFIX}"))
+    write_task(tmp_path, 7, 1, [("batches", batches_of("t", 5)), ("files", conform(pa.table({"size": [1]}), "files", file_of("t")))])
+    assert visible_files(tmp_path) == first == ["batches/topic=t/part-00007.parquet", "files/part-00007.parquet"]
+    assert pq.read_table(tmp_path / "batches" / "topic=t").num_rows == 5
+
+
+def test_remove_temporaries(tmp_path):
+    """What a killed attempt leaves (it never reached abort) is removed by the driver."""
+    folder = tmp_path / "records" / "topic=t"
+    folder.mkdir(parents=True)
+    (folder / f".part-00001.parquet.0{TEMP_SUFFIX}").write_bytes(b"partial")
+    (folder / "part-00002.parquet").write_bytes(b"kept")
+    assert remove_temporaries(tmp_path) == 1
+    assert visible_files(tmp_path) == ["records/topic=t/part-00002.parquet"]
