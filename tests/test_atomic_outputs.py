@@ -146,7 +146,7 @@ def _has_java(run: Run):
 # kill points before the swap: (name, how to find the moment, pause hook)
 BEFORE_SWAP = {
     "spark-start": lambda out, run: (lambda: _staged(out, run)() and _has_java(run)()),  # JVM starting, nothing parsed
-    "mid-ingest": lambda out, run: _staged(out, run, "_stage"),  # parse tasks writing their Arrow stage
+    "mid-ingest": lambda out, run: _staged(out, run, "tables", "files"),  # parse tasks writing their tables
     "jobs": lambda out, run: _staged(out, run, "tables", "replica_logs"),  # ingest done, forensic jobs writing
     "before-swap": None,  # findings.json, run.json, report.html complete in the staging dir
 }
