@@ -1,9 +1,13 @@
 """Findings across the replicas of a partition: divergence, committed data lost, unclean elections.
 
-The partition's *surviving log* is the replica carrying the latest leader epoch (checkpoint or
-stamped batches; ties go to the longer log): under KIP-101/279 every other replica truncates to
-its lineage when it next fetches, so whatever it lacks is lost to the cluster even if another
-replica still has it on disk (that replica is where it can be salvaged).
+The partition's *surviving log* is the current leader's replica: the one the KRaft metadata log
+names leader of its latest epoch when collected, else the replica carrying the latest leader
+epoch (checkpoint or stamped batches), of several the leader of that epoch by the evidence order
+of ``epoch_lineage`` (logs, earliest checkpoint start, first batch at that start). Under
+KIP-101/279 every other replica truncates to its lineage when it next fetches, so whatever it
+lacks is lost to the cluster even if another replica still has it on disk (that replica is where
+it can be salvaged). When the evidence cannot single it out, it is *undetermined*: the replicas
+it may be are the candidates, and only what every candidate lacks is reported lost.
 
 Not findings (the contract's benign list): a follower behind the leader (offsets above its LEO),
 records below a replica's log start, replicas' HW checkpoints lagging each other, leader-epoch
@@ -25,25 +29,75 @@ def last_epoch(r) -> int:
     return max(vals) if vals else -1
 
 
-def _epoch_start(r, epoch: int) -> int:
-    """Where ``epoch`` starts on this replica's checkpoint; 0 (neutral) when it does not say."""
-    starts = [e["start_offset"] for e in (r["epoch_entries"] or []) if e["epoch"] == epoch]
-    return min(starts) if starts else 0
+# how epoch_lineage.leader_evidence reads in an explanation
+LEADER_EVIDENCE = {
+    "metadata_log": "per the KRaft metadata log",
+    "broker_log": "per the brokers' logs",
+    "leader_epoch_checkpoint": "its leader-epoch-checkpoint starts that epoch earliest",
+    "first_batch": "it alone holds that epoch's first batch at the epoch's start offset",
+}
 
 
-def survivors(rl: list) -> dict[tuple[str, int], dict]:
-    """Per partition, the replica whose log the others will follow."""
-    best: dict[tuple[str, int], dict] = {}
+def _brokers_text(brokers) -> str:
+    return ", ".join(map(str, sorted(brokers)))
+
+
+def survivors(rl: list, lineage: list, current: dict[tuple[str, int], tuple[int, int]]) -> dict[tuple[str, int], dict]:
+    """Per partition, the replica whose log the others will follow (module doc): ``broker`` (None
+    when undetermined), ``candidates`` (replica_logs rows: that replica, or every replica it may
+    be) and ``why`` (the evidence, in words). ``current``: ``epoch_lineage.current_leaders``."""
+    reps: dict[tuple[str, int], list] = defaultdict(list)
     for r in rl:
-        if r["dir_state"] != "live":
-            continue
-        key = (r["topic"], r["partition"])
-        # Same latest epoch on several replicas: the leader's copy starts it earliest (a follower
-        # that kept records of the old epoch starts the new one later: KAFKA-1211), then the longest.
-        rank = (last_epoch(r), -_epoch_start(r, last_epoch(r)), r["leo"], r["clean_shutdown"], -r["broker"])
-        if key not in best or rank > best[key]["_rank"]:
-            best[key] = dict(r.asDict(), _rank=rank)
-    return best
+        if r["dir_state"] == "live":
+            reps[(r["topic"], r["partition"])].append(r)
+    leaders = {(row["topic"], row["partition"], row["leader_epoch"]): (row["likely_leader"], row["leader_evidence"])
+               for row in lineage if row["likely_leader"] is not None}
+    out: dict[tuple[str, int], dict] = {}
+    for key, rs in reps.items():
+        top = max(last_epoch(r) for r in rs)
+        carriers = [r for r in rs if last_epoch(r) == top]
+        here = {r["broker"]: r for r in rs}
+        cur = current.get(key)
+        lead = leaders.get((*key, top))
+        if cur is not None and cur[1] >= top and cur[0] in here:
+            pick, why = here[cur[0]], f"broker {cur[0]} leads epoch {cur[1]} per the KRaft metadata log"
+        elif len(carriers) == 1:
+            pick, why = carriers[0], f"broker {carriers[0]['broker']} alone carries the latest leader epoch {top}"
+        elif lead is not None and lead[0] in {r["broker"] for r in carriers}:
+            pick, why = here[lead[0]], f"broker {lead[0]} led the latest epoch {top}: {LEADER_EVIDENCE[lead[1]]}"
+        else:
+            pick = None
+            why = (f"brokers {_brokers_text(r['broker'] for r in carriers)} all carry the latest leader epoch {top} and "
+                   + (f"broker {lead[0]}, which led it ({LEADER_EVIDENCE[lead[1]]}), was not collected" if lead is not None
+                      else "nothing collected tells which one leads it (the KRaft metadata log or the brokers' logs would)"))
+        out[key] = {"broker": None if pick is None else pick["broker"], "candidates": carriers if pick is None else [pick],
+                    "epoch": top, "why": why}
+    return out
+
+
+def survivor_frame(spark, surv: dict) -> DataFrame:
+    """One row per partition and surviving-log candidate: ``survivor, s_log_start, s_compacted`` and
+    ``s_candidates`` (how many there are: an offset is lost only when it is lost on each)."""
+    rows = [(t, p, c["broker"], c["log_start_offset"], bool(c["compacted"]), len(s["candidates"]))
+            for (t, p), s in surv.items() for c in s["candidates"]]
+    return spark.createDataFrame(
+        rows, "topic string, partition int, survivor int, s_log_start long, s_compacted boolean, s_candidates int")
+
+
+def lost_on_every_candidate(lost: DataFrame) -> DataFrame:
+    """Rows of lost offsets (one per surviving-log candidate and holder) kept where the offset loses
+    a committed record on every candidate: whichever of them leads, the cluster lost a record
+    there (two candidates holding different committed records at one offset lose one of them)."""
+    w = Window.partitionBy("topic", "partition", "offset")
+    return lost.withColumn("_on", F.size(F.collect_set("survivor").over(w))).where(F.col("_on") == F.col("s_candidates")).drop(
+        "_on", "s_candidates")
+
+
+def surviving_log_text(s: dict) -> str:
+    """The surviving log in words, with the evidence that decides it (or why nothing does)."""
+    if s["broker"] is not None:
+        return f"the surviving log on broker {s['broker']} ({s['why']})"
+    return f"the surviving log, which is undetermined ({s['why']})"
 
 
 def _producers(keys, lo, hi) -> list[dict]:
@@ -95,12 +149,11 @@ def _dedupe(producers: list[dict]) -> list[dict]:
     return out
 
 
-def hw_lost_offsets(diffs: DataFrame, surv: dict) -> DataFrame:
+def hw_lost_offsets(diffs: DataFrame, sv: DataFrame) -> DataFrame:
     """Offsets some replica checkpointed as committed (below its HW) that the surviving log lacks
-    or holds with other content, with the holder's record details (record level, stays in Spark)."""
-    spark = diffs.sparkSession
-    rows = [(t, p, s["broker"], s["log_start_offset"], bool(s["compacted"])) for (t, p), s in surv.items()]
-    sv = spark.createDataFrame(rows, "topic string, partition int, survivor int, s_log_start long, s_compacted boolean")
+    or holds with other content, with the holder's record details (record level, stays in Spark).
+    ``sv``: ``survivor_frame``: one row per candidate it is lost on (``committed_loss`` keeps what
+    every candidate lacks)."""
     d = diffs.join(sv, ["topic", "partition"])
     parts = []
     for other, me in (("a", "b"), ("b", "a")):
@@ -112,16 +165,17 @@ def hw_lost_offsets(diffs: DataFrame, surv: dict) -> DataFrame:
             ~F.col(f"{other}.is_control") & ~F.coalesce(F.col(f"{other}.aborted"), F.lit(False))
         )
         parts.append(sel.select(
-            "topic", "partition", "offset", "survivor", "status",
+            "topic", "partition", "offset", "survivor", "s_candidates", "status",
             F.col(f"broker_{other}").alias("holder"), F.col(other).alias("rec"), F.lit("hw").alias("source"),
         ))
     return parts[0].unionByName(parts[1])
 
 
 def committed_loss(lost: DataFrame, replica_logs: DataFrame) -> DataFrame:
-    """Keep offsets below the holder's own HW checkpoint: those were committed."""
+    """Keep offsets below the holder's own HW checkpoint (those were committed) that every
+    surviving-log candidate lacks."""
     hw = replica_logs.select("topic", "partition", F.col("broker").alias("holder"), F.col("hw_checkpoint").alias("holder_hw"))
-    return lost.join(hw, ["topic", "partition", "holder"]).where(F.col("offset") < F.col("holder_hw"))
+    return lost_on_every_candidate(lost.join(hw, ["topic", "partition", "holder"]).where(F.col("offset") < F.col("holder_hw")))
 
 
 def islands(df: DataFrame, keys: list[str]) -> DataFrame:
@@ -134,7 +188,6 @@ def islands(df: DataFrame, keys: list[str]) -> DataFrame:
 def loss_ranges(lost: DataFrame) -> list:
     """Group lost offsets (one row per offset and holder) into ranges per partition."""
     per_offset = lost.groupBy("topic", "partition", "offset").agg(
-        F.first("survivor").alias("survivor"),
         F.sort_array(F.collect_set("holder")).alias("holders"),
         F.max("rec.size").alias("size"),
         F.first("rec.epoch").alias("epoch"),
@@ -150,7 +203,7 @@ def loss_ranges(lost: DataFrame) -> list:
     )
     g = islands(per_offset, ["topic", "partition"]).groupBy("topic", "partition", "_island").agg(
         F.min("offset").alias("first_offset"), F.max("offset").alias("last_offset"), F.count("*").alias("records"),
-        F.sum("size").cast("long").alias("bytes"), F.first("survivor").alias("survivor"),
+        F.sum("size").cast("long").alias("bytes"),
         F.array_distinct(F.flatten(F.collect_list("holders"))).alias("holders"),
         F.collect_set("epoch").alias("epochs"),
         F.collect_set(F.when(F.col("producer_id") >= 0, F.struct("producer_id", F.col("producer_epoch").cast("int").alias("producer_epoch")))).alias("pkeys"),
@@ -164,9 +217,18 @@ def loss_ranges(lost: DataFrame) -> list:
     return g.collect()
 
 
-def loss_findings(ranges: list) -> list[Finding]:
+def _survivor_evidence(s: dict, detail: str) -> Evidence:
+    """What the surviving log shows, on its broker; undetermined: on none, naming the candidates."""
+    if s["broker"] is not None:
+        return Evidence(s["broker"], None, None, f"surviving log ({s['why']}) {detail}")
+    return Evidence(None, None, None, f"surviving log undetermined ({s['why']}); each of brokers "
+                                      f"{_brokers_text(c['broker'] for c in s['candidates'])} {detail}")
+
+
+def loss_findings(ranges: list, surv: dict) -> list[Finding]:
     out = []
     for g in ranges:
+        s = surv[(g["topic"], g["partition"])]
         holders = [h for h in (g["holders"] or []) if h is not None]
         sources = set(g["sources"] or [])
         why = []
@@ -177,16 +239,17 @@ def loss_findings(ranges: list) -> list[Finding]:
         where = (f"still held by broker {', '.join(map(str, holders))} (salvageable; it will truncate them when it follows the leader)"
                  if holders else "held by no replica")
         ev = [Evidence(h, g["path"], g["position"], "holds the committed copy") for h in holders[:3]]
-        ev.append(Evidence(g["survivor"], None, None,
-                           f"surviving log (latest leader epoch) {'holds other records' if g['overwritten'] else 'lacks them'}"))
+        ev.append(_survivor_evidence(s, "holds other records" if g["overwritten"] else "lacks them"))
         out.append(Finding(
-            kind="acked_data_loss", topic=g["topic"], partition=g["partition"], brokers=[g["survivor"], *holders],
+            kind="acked_data_loss", topic=g["topic"], partition=g["partition"],
+            brokers=[*(c["broker"] for c in s["candidates"]), *holders],
             first_offset=g["first_offset"], last_offset=g["last_offset"], records=g["records"], bytes=g["bytes"],
             leader_epochs=list(g["epochs"] or []),
             producers=_producers(g["pkeys"], g["min_seq"], g["max_seq"]),
             first_timestamp=g["first_ts"], last_timestamp=g["last_ts"], evidence=ev, salvage_brokers=holders,
+            surviving_broker=s["broker"],
             explanation=f"{g['records']} committed records ({' and '.join(why)}) at offsets {g['first_offset']}-{g['last_offset']} "
-                        f"of {g['topic']}-{g['partition']} are not in the surviving log on broker {g['survivor']}; {where}.",
+                        f"of {g['topic']}-{g['partition']} are not in {surviving_log_text(s)}; {where}.",
         ))
     return out
 
@@ -208,14 +271,15 @@ def truncation_findings(rl: list, surv: dict, hw_ranges: list) -> list[Finding]:
     for g in hw_ranges:
         if "hw" not in set(g["sources"] or []) or g["overwritten"]:
             continue
+        s = surv[(g["topic"], g["partition"])]
         holders = [h for h in (g["holders"] or []) if h is not None]
         out.append(Finding(
-            kind="truncation_below_hw", topic=g["topic"], partition=g["partition"], brokers=[g["survivor"], *holders],
+            kind="truncation_below_hw", topic=g["topic"], partition=g["partition"],
+            brokers=[*(c["broker"] for c in s["candidates"]), *holders],
             first_offset=g["first_offset"], last_offset=g["last_offset"], records=g["records"],
-            leader_epochs=list(g["epochs"] or []),
-            evidence=[Evidence(g["survivor"], None, None, f"surviving log ends below HW {g['holder_hw']} checkpointed by "
-                                                           f"broker {', '.join(map(str, holders))}")],
-            explanation=f"The surviving log of {g['topic']}-{g['partition']} (broker {g['survivor']}) lacks offsets "
+            leader_epochs=list(g["epochs"] or []), surviving_broker=s["broker"],
+            evidence=[_survivor_evidence(s, f"ends below HW {g['holder_hw']} checkpointed by broker {', '.join(map(str, holders))}")],
+            explanation=f"In {g['topic']}-{g['partition']}, {surviving_log_text(s)} lacks offsets "
                         f"{g['first_offset']}-{g['last_offset']}, below the high watermark another replica checkpointed: "
                         "the other replicas will truncate them away.",
         ))

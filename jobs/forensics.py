@@ -50,7 +50,12 @@ def run(spark: SparkSession, out: Path, ledger: Path | None = None) -> list[Find
     rl_df = read_table(spark, out, "replica_logs").cache()
     rl = rl_df.collect()
 
-    write_table(epoch_lineage.build(t), out, "epoch_lineage")
+    # who led each epoch: the metadata log and broker logs first, then the files (epoch_lineage)
+    me, le = _leadership(spark, out, t)
+    logged = epoch_lineage.logged_leaders(me, le).cache()
+    current = epoch_lineage.current_leaders(logged.collect())
+    write_table(epoch_lineage.build(t, rl_df, logged), out, "epoch_lineage")
+    logged.unpersist()
     lineage = read_table(spark, out, "epoch_lineage").collect()
 
     write_table(offset_ranges.build(t, rl_df), out, "offset_ranges")
@@ -62,7 +67,7 @@ def run(spark: SparkSession, out: Path, ledger: Path | None = None) -> list[Find
     diffs = compare.record_diffs(batches, t["records"], rl_df).cache()
     ranges = compare.diff_ranges(diffs, rl_df).collect()
 
-    surv = detect_cross.survivors(rl)
+    surv = detect_cross.survivors(rl, lineage, current)
     findings: list[Finding] = []
     findings += detect_replica.problem_findings(t["problems"])
     findings += detect_replica.unclean_shutdown_findings(rl, t["files"], t["brokers"])
@@ -74,22 +79,19 @@ def run(spark: SparkSession, out: Path, ledger: Path | None = None) -> list[Find
     findings += detect_replica.hanging_transaction_findings(t["batches"], t["producer_states"])
     findings += detect_cross.divergence_findings(ranges)
 
-    hist = _history(spark, out, t, rl_df)
+    hist = _history(spark, out, t, rl_df, me, le)
 
     loss_ranges: list = []
     lost_acks: list = []
     if surv:
-        lost = detect_cross.committed_loss(detect_cross.hw_lost_offsets(diffs, surv), rl_df)
+        sv = detect_cross.survivor_frame(spark, surv)
+        lost = detect_cross.committed_loss(detect_cross.hw_lost_offsets(diffs, sv), rl_df)
         if ledger is not None:
-            sv = spark.createDataFrame(
-                [(k[0], k[1], s["broker"], s["log_start_offset"], bool(s["compacted"])) for k, s in surv.items()],
-                "topic string, partition int, survivor int, s_log_start long, s_compacted boolean",
-            )
             led = ledger_lost_offsets(read_ledger(spark, ledger), t["records"], batches, sv)
             lost_acks = _lost_acks(lost_ledger_rows(read_ledger(spark, ledger), record_view(t["records"], batches), sv))
             lost = lost.select(*led.columns).unionByName(led)
         loss_ranges = detect_cross.loss_ranges(lost)
-    loss = detect_cross.loss_findings(loss_ranges)
+    loss = detect_cross.loss_findings(loss_ranges, surv)
     findings += loss
     findings += detect_cross.truncation_findings(rl, surv, loss_ranges)
     # unclean_leader_election is not inferred from segments alone: a new epoch starting below
@@ -114,14 +116,19 @@ def run(spark: SparkSession, out: Path, ledger: Path | None = None) -> list[Find
     return findings
 
 
-def _history(spark: SparkSession, out: Path, t: dict[str, DataFrame], rl_df: DataFrame) -> dict:
-    """The metadata-log, broker-log and internal-topic job tables, and the few rows the history
-    detections need (events, not records)."""
+def _leadership(spark: SparkSession, out: Path, t: dict[str, DataFrame]) -> tuple[DataFrame, DataFrame]:
+    """The metadata_events job table (written) and the broker-log events with topic names: who
+    led when, which the lineage and the surviving log are decided by before the files."""
     write_table(metadata.metadata_events(t["metadata_records"]), out, "metadata_events")
     me = read_table(spark, out, "metadata_events")
+    return me, timeline.named_log_events(t["log_events"], timeline.topic_names(me))
+
+
+def _history(spark: SparkSession, out: Path, t: dict[str, DataFrame], rl_df: DataFrame, me: DataFrame, le: DataFrame) -> dict:
+    """The broker-log, timeline and internal-topic job tables, and the few rows the history
+    detections need (events, not records). ``me``, ``le``: from ``_leadership``."""
     write_table(metadata.broker_events(t["metadata_records"]), out, "broker_events")
     be = read_table(spark, out, "broker_events")
-    le = timeline.named_log_events(t["log_events"], timeline.topic_names(me))
     lineage = read_table(spark, out, "epoch_lineage")
     tl = timeline.build(me, be, lineage, le, t["consumer_offsets"], rl_df.select("topic", "partition", "broker"))
     write_table(tl.orderBy("topic", "partition", F.col("time").asc_nulls_last(), "seq").coalesce(1), out, "timeline")
