@@ -3,8 +3,8 @@ of them next to the ground truth, so a newcomer sees every finding kind on data 
 
 Each scenario is shown as the parsers see its files (problems by kind) beside the expected
 findings, then ``analyze`` runs on it (with its ledger, all in one Spark session) and its findings
-are compared with the ground truth by (kind, topic, partition). ``analyze=False`` stops at the
-parsers' view (no Spark).
+are compared with the ground truth by (kind, topic, partition) and by the brokers they name (for a
+loss: the surviving log and where to salvage). ``analyze=False`` stops at the parsers' view (no Spark).
 """
 
 from __future__ import annotations
@@ -53,6 +53,36 @@ def _key(f: dict) -> tuple:
     return f["kind"], f["topic"], f["partition"]
 
 
+def expected_surviving(want: dict) -> int | None:
+    """The surviving broker a ground-truth loss expects the analyzer to name: the true one when the
+    files show it (``surviving_candidates`` is just it), else None (undetermined, never a guess)."""
+    candidates = want.get("surviving_candidates") or [want["surviving_broker"]]
+    return want["surviving_broker"] if len(candidates) == 1 else None
+
+
+def same_brokers(found: dict, want: dict) -> bool:
+    """Whether ``found`` names the brokers the ground-truth finding ``want`` does: for a loss the
+    surviving log (``expected_surviving``) and the salvage brokers (when undetermined, those of the
+    truth plus any candidate holding the records the other candidates lack); else the brokers."""
+    if "surviving_broker" not in want:
+        return found["brokers"] == want["brokers"]
+    salvage, wanted = set(found.get("salvage_brokers") or []), set(want["salvage_brokers"])
+    if found.get("surviving_broker") != expected_surviving(want):
+        return False
+    if expected_surviving(want) is not None:
+        return found["brokers"] == want["brokers"] and salvage == wanted
+    candidates = set(want["surviving_candidates"])
+    return wanted <= salvage and salvage - wanted <= candidates and set(found["brokers"]) == candidates | salvage
+
+
+def _who(f: dict) -> str:
+    """The brokers a finding names, in words (a loss: its surviving log and where to salvage)."""
+    if f["kind"] != "acked_data_loss" or "surviving_broker" not in f:
+        return f"brokers {f['brokers']}"
+    surviving = "undetermined" if f["surviving_broker"] is None else f"broker {f['surviving_broker']}"
+    return f"surviving log {surviving}, salvage {f.get('salvage_brokers') or []}"
+
+
 def detectable(f: dict) -> bool:
     """A finding the bytes or the ledger alone show. One that also needs the event log (what a
     server log or the metadata log would tell, e.g. that an election was unclean) is optional:
@@ -61,18 +91,26 @@ def detectable(f: dict) -> bool:
 
 
 def _compare(truth: dict, findings_json: Path, stream: TextIO) -> bool:
-    """Print how the analyzer's findings match the ground truth by (kind, topic, partition); True if they do."""
+    """Print how the analyzer's findings match the ground truth by (kind, topic, partition) and the
+    brokers they name; True if they do."""
     got = json.loads(findings_json.read_text(encoding="utf-8"))["findings"]
-    want = {_key(f) for f in truth["expected_findings"] if detectable(f)}
-    optional = {_key(f) for f in truth["expected_findings"]} - want
-    have = {_key(f) for f in got}
-    missed, extra = sorted(want - have, key=str), sorted(have - want - optional, key=str)
+    want = [f for f in truth["expected_findings"] if detectable(f)]
+    optional = {_key(f) for f in truth["expected_findings"]} - {_key(f) for f in want}
+    missed, wrong = [], []
+    for w in want:
+        same = [f for f in got if _key(f) == _key(w)]
+        if not same:
+            missed.append(_key(w))
+        elif not any(same_brokers(f, w) for f in same):
+            expected = _who({**w, "surviving_broker": expected_surviving(w)} if "surviving_broker" in w else w)
+            wrong.append(f"{_key(w)}: expected {expected}, found {'; '.join(_who(f) for f in same)}")
+    extra = sorted({_key(f) for f in got} - {_key(f) for f in want} - optional, key=str)
     print(
         f"  analyze vs ground truth: {len(got)} findings ({findings_json}); "
-        f"missed {missed or 'none'}, not expected {extra or 'none'}",
+        f"missed {missed or 'none'}, wrong brokers {wrong or 'none'}, not expected {extra or 'none'}",
         file=stream,
     )
-    return not (missed or extra)
+    return not (missed or wrong or extra)
 
 
 def _show(name: str, path: Path, truth: dict, stream: TextIO) -> None:

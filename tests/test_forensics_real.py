@@ -15,6 +15,9 @@ import pytest
 from conftest import FOUND, REAL
 
 from analyzer.analyze import build
+from jobs.history.timeline import named_log_events, topic_names
+from jobs.replicas.epoch_lineage import logged_leaders
+from jobs.store.io import read_table
 
 SCENARIOS = ["clean-failover", "crash-only", "unclean-election-divergence-rejoined"]
 FOUND_SETS = sorted(p.name for p in FOUND.iterdir() if p.is_dir()) if FOUND.is_dir() else []
@@ -228,3 +231,42 @@ def test_report_shows_each_partition_timeline_in_order(analyzed, name):
     assert "Timeline" in html
     unclean = [r for rows in data.timeline.values() for r in rows if r["election"] == "unclean" and r["source"] == "metadata"]
     assert len(unclean) == (1 if name == "unclean-election-divergence-rejoined" else 0)
+
+
+def _history_leaders(gt: dict) -> dict[tuple, int]:
+    """(topic, partition, leader epoch) -> leader, from the ground truth's leadership history."""
+    return {(h["topic"], h["partition"], h["leaderEpoch"]): h["leader"] for h in gt["leadership_history"]
+            if h["type"].startswith("PARTITION") and h["leader"] >= 0}
+
+
+def test_rejoined_lineage_names_each_epochs_leader_from_the_metadata_log(analyzed):
+    """The three replicas hold the same checkpoint (epoch 0 at 0, 2 at 300) and the same batches:
+    the files cannot tell who led epoch 2; the metadata log says broker 2 (the unclean election),
+    and the surviving log is broker 2's, which leads epoch 4."""
+    name = "unclean-election-divergence-rejoined"
+    led = _history_leaders(_gt(name))
+    doc = analyzed(REAL, name)
+    rows = [r for r in table(analyzed.outs[name], "epoch_lineage") if r["topic"] == "ue"]
+    assert {r["leader_epoch"] for r in rows} == {0, 2, 4}
+    for r in rows:
+        assert (r["likely_leader"], r["leader_evidence"]) == (led[("ue", 0, r["leader_epoch"])], "metadata_log"), r
+    assert {r["likely_leader"] for r in rows if r["leader_epoch"] == 2} == {2}
+    [loss] = by_kind(doc)["acked_data_loss"]
+    assert loss["surviving_broker"] == 2 and "metadata log" in loss["explanation"]
+
+
+def test_rejoined_leaders_from_the_broker_logs_alone(analyzed, spark):
+    """Without the metadata log's records, the controller's and the brokers' own lines (``Leader ue-0
+    … starts at leader epoch 2``, ``UNCLEAN partition change … leader: -1 -> 2``) name the same
+    leaders, for the epochs they cover."""
+    name = "unclean-election-divergence-rejoined"
+    led = _history_leaders(_gt(name))
+    analyzed(REAL, name)
+    out = analyzed.outs[name]
+    me = read_table(spark, out, "metadata_events")
+    le = named_log_events(read_table(spark, out, "log_events"), topic_names(me))  # topic ids -> names only
+    got = {(r["topic"], r["partition"], r["leader_epoch"]): (r["leader"], r["leader_evidence"])
+           for r in logged_leaders(me.limit(0), le).collect() if r["topic"] == "ue"}
+    # the collected logs end before epoch 4 was elected: they name the leaders of epochs 0 and 2
+    assert got == {k: (v, "broker_log") for k, v in led.items() if k[2] in (0, 2)}
+    assert got[("ue", 0, 2)] == (2, "broker_log")

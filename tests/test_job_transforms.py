@@ -9,7 +9,7 @@ from pyspark.testing import assertDataFrameEqual
 
 from jobs.replicas import offset_ranges
 from jobs.replicas.ledger import lost_ledger_rows
-from jobs.replicas.survivors import survivors_frame
+from jobs.replicas.survivors import SURVIVORS_SCHEMA, survivors_frame
 from jobs.store.tables import schema_of
 
 
@@ -64,10 +64,10 @@ def test_offset_ranges_split_by_epoch_and_explain_holes(spark):
 
 
 def test_ledger_rows_the_surviving_log_lacks_or_holds_otherwise(spark):
-    surv = {("t", 0): {"broker": 2, "log_start_offset": 1, "compacted": False}}
+    survivor = {"broker": 2, "log_start_offset": 1, "compacted": False}
+    surv = {("t", 0): {"broker": 2, "candidates": [survivor]}}
     sv = survivors_frame(spark, surv)
-    assertDataFrameEqual(sv, spark.createDataFrame([("t", 0, 2, 1, False)],
-                                                   "topic string, partition int, survivor int, s_log_start long, s_compacted boolean"))
+    assertDataFrameEqual(sv, spark.createDataFrame([("t", 0, 2, 1, False, 1)], SURVIVORS_SCHEMA))
     ledger = spark.createDataFrame([("t", 0, o, "k", v) for o, v in ((0, "v0"), (1, "v1"), (2, "v2"), (3, "v3"))],
                                    "topic string, partition int, offset long, key_sha256 string, value_sha256 string")
     held = spark.createDataFrame([("t", 0, 2, 1, "k", "v1"), ("t", 0, 2, 2, "k", "other"), ("t", 0, 1, 3, "k", "v3")],

@@ -155,6 +155,37 @@ def test_losses_agree_with_the_bytes_and_the_ledger(generated, name):
             assert any(v.get(r["offset"]) == (r["key_sha256"], r["value_sha256"]) for v in replicas), r
 
 
+def _latest_epoch_start(path: Path, broker: int, topic: str, partition: int) -> tuple[int, int] | None:
+    """(latest epoch, its start offset) as the replica's leader-epoch-checkpoint file has it."""
+    f = path / f"broker-{broker}" / f"{topic}-{partition}" / "leader-epoch-checkpoint"
+    entries = [e for parsed in parse_path(str(f), "leader_epoch") for e in parsed.table.to_pylist()] if f.is_file() else []
+    return max(((e["epoch"], e["start_offset"]) for e in entries), default=None)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_surviving_candidates_are_what_the_checkpoint_files_cannot_tell_apart(generated, name):
+    """A loss's ``surviving_candidates``: the surviving broker plus every replica whose
+    leader-epoch-checkpoint on disk ends with the same epoch starting no later. Just the survivor:
+    the files show it (kafka-1211-divergence: broker 1 starts epoch 1 at 160, the leader at 150);
+    several: only the metadata log could say (unclean-election: three identical replicas)."""
+    path = generated[name]
+    truth = _truth(path)
+    replicas = defaultdict(list)
+    for b, v in truth["replicas"].items():
+        for tp in v["partitions"]:
+            topic, _, part = tp.rpartition("-")
+            replicas[(topic, int(part))].append(int(b.split("-")[1]))
+    for f in (f for f in truth["expected_findings"] if f["kind"] == "acked_data_loss"):
+        tp = (f["topic"], f["partition"])
+        epoch, start = _latest_epoch_start(path, f["surviving_broker"], *tp)
+        same = [b for b in replicas[tp] if (e := _latest_epoch_start(path, b, *tp)) is not None and e[0] == epoch and e[1] <= start]
+        assert f["surviving_candidates"] == sorted(same) and f["surviving_broker"] in same
+    if name == "kafka-1211-divergence":
+        assert [f["surviving_candidates"] for f in truth["expected_findings"] if f["kind"] == "acked_data_loss"] == [[2]]
+    if name == "unclean-election":
+        assert [f["surviving_candidates"] for f in truth["expected_findings"] if f["kind"] == "acked_data_loss"] == [[1, 2, 3]]
+
+
 @pytest.mark.parametrize("name", NAMES)
 def test_kafka_dump_log_reads_the_batches_the_model_meant(generated, name, dump_log):
     """kafka-dump-log on the first and last undamaged segment of partition 0 of one broker."""
@@ -227,3 +258,25 @@ def test_the_demo_default_output_folder_is_ignored_by_git():
     probe = f"{out.default}/some-scenario/broker-1/meta.properties"
     result = subprocess.run(["git", "-C", str(REPO), "check-ignore", "--no-index", "-q", probe], capture_output=True)
     assert result.returncode == 0, f"{out.default}/ is not in .gitignore"
+
+
+def test_demo_self_check_compares_the_surviving_log_and_salvage_brokers(generated, tmp_path):
+    """The demo's check fails a loss that names a surviving broker the files cannot show (the lower
+    broker id of three identical replicas), or the wrong salvage brokers; it passes the honest one."""
+    import io
+
+    from analyzer import demo
+
+    truth = _truth(generated["unclean-election"])
+    [loss] = [f for f in truth["expected_findings"] if f["kind"] == "acked_data_loss"]
+    detectable = [f for f in truth["expected_findings"] if demo.detectable(f)]
+    honest = {**loss, "brokers": [1, 2, 3], "surviving_broker": None, "salvage_brokers": []}
+    cases = {"honest": (honest, True), "guessed": ({**honest, "surviving_broker": 1}, False),
+             "salvage": ({**honest, "brokers": [1, 2, 3], "salvage_brokers": [3]}, True),
+             "outsider": ({**honest, "brokers": [1, 2, 3, 4], "salvage_brokers": [4]}, False)}
+    for label, (finding, ok) in cases.items():
+        doc = tmp_path / f"{label}.json"
+        doc.write_text(json.dumps({"findings": [f for f in detectable if f is not loss] + [finding]}), encoding="utf-8")
+        out = io.StringIO()
+        assert demo._compare(truth, doc, out) is ok, (label, out.getvalue())
+        assert ("wrong brokers none" in out.getvalue()) is ok

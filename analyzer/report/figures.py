@@ -270,12 +270,17 @@ def _is_leader(likely_leader: Any, broker: int) -> bool:
 
 def lineage(lineage_df: Rows, replicas: Rows) -> dict[str, Any] | None:
     """Leader epochs (rows) × replicas (columns): checkpoint start offset and the offsets batches of
-    that epoch span, from epoch_lineage, else from replica_logs.epoch_entries (checkpoint only)."""
+    that epoch span, from epoch_lineage, else from replica_logs.epoch_entries (checkpoint only);
+    per epoch the leader epoch_lineage decided and its evidence (None: undetermined)."""
     cells: dict[int, dict[int, dict[str, Any]]] = {}
+    led: dict[int, tuple[int | None, str | None]] = {}
     for r in _rows(lineage_df):
         epoch, broker = num(r.get("leader_epoch")), num(r.get("broker"))
         if epoch is None or broker is None:
             continue
+        leader = r.get("likely_leader")
+        if not missing(leader) and not isinstance(leader, (bool, np.bool_)):
+            led[epoch] = (num(leader), None if missing(r.get("leader_evidence")) else str(r.get("leader_evidence")))
         cells.setdefault(epoch, {})[broker] = {
             "cp": num(r.get("checkpoint_start_offset")),
             "first": num(r.get("batch_start_offset")),
@@ -296,7 +301,9 @@ def lineage(lineage_df: Rows, replicas: Rows) -> dict[str, Any] | None:
     rows = []
     for epoch in sorted(cells):
         starts = {c["cp"] for c in cells[epoch].values() if c["cp"] is not None}
-        rows.append({"epoch": epoch, "conflict": len(starts) > 1, "cells": [cells[epoch].get(b) for b in brokers]})
+        leader, evidence = led.get(epoch, (None, None))
+        rows.append({"epoch": epoch, "conflict": len(starts) > 1, "cells": [cells[epoch].get(b) for b in brokers],
+                     "leader": leader, "leader_evidence": evidence})
     return {"brokers": brokers, "rows": rows, "source": source}
 
 

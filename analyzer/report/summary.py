@@ -88,6 +88,9 @@ def finding_headline(finding: dict[str, Any]) -> str:
     epochs = as_list(finding.get("leader_epochs"))
     if epochs:
         parts.append(("epoch " if len(epochs) == 1 else "epochs ") + ", ".join(str(e) for e in epochs))
+    if finding.get("kind") == LOSS_KIND and "surviving_broker" in finding:
+        surviving = finding["surviving_broker"]
+        parts.append("surviving log undetermined" if surviving is None else f"surviving log on broker {surviving}")
     salvage = as_list(finding.get("salvage_brokers"))
     if salvage:
         parts.append(f"salvage from {brokers_text(salvage)}")

@@ -1,11 +1,13 @@
 """The case a detector reads: the ingested tables and the views several detectors share, each
 computed once per run.
 
-``Case.open`` writes the job tables (replica_logs, epoch_lineage, offset_ranges, metadata_events,
+``Case.open`` writes the job tables (replica_logs, metadata_events, epoch_lineage, offset_ranges,
 broker_events, timeline) into the output DIR and reads them back, so every view comes from what
-is on disk. Views are computed on first use. What reaches the driver is per replica, per range or
-per event (thousands of rows for thousands of partitions), never per record. A finding module may
-share a view of its own with ``case.shared(fn)``.
+is on disk. Who led each epoch comes from the metadata log and the broker logs before the files
+(``logged_leaders``, ``current``), so metadata_events is written before the lineage, and the
+surviving logs are decided from both. Views are computed on first use. What reaches the driver is
+per replica, per range or per event (thousands of rows for thousands of partitions), never per
+record. A finding module may share a view of its own with ``case.shared(fn)``.
 """
 
 from __future__ import annotations
@@ -47,9 +49,9 @@ class Case:
     def write_job_tables(self) -> None:
         t, out = self.tables, self.out
         write_table(replica_logs.build(t), out, "replica_logs")
-        write_table(epoch_lineage.build(t), out, "epoch_lineage")
-        write_table(offset_ranges.build(t, self.replica_logs), out, "offset_ranges")
         write_table(metadata.metadata_events(t["metadata_records"]), out, "metadata_events")
+        write_table(epoch_lineage.build(t, self.replica_logs, self.logged_leaders), out, "epoch_lineage")
+        write_table(offset_ranges.build(t, self.replica_logs), out, "offset_ranges")
         write_table(metadata.broker_events(t["metadata_records"]), out, "broker_events")
         tl = timeline.build(self.metadata_events, read_table(self.spark, out, "broker_events"), read_table(self.spark, out, "epoch_lineage"),
                             self.log_events, t["consumer_offsets"], self.replica_logs.select("topic", "partition", "broker"))
@@ -62,7 +64,7 @@ class Case:
         return self._shared[fn]
 
     def close(self) -> None:
-        for name in ("diffs", "batches", "replica_logs", "ledger_records"):
+        for name in ("diffs", "batches", "replica_logs", "ledger_records", "logged_leaders"):
             df = self.__dict__.get(name)
             if df is not None:
                 df.unpersist()
@@ -102,8 +104,19 @@ class Case:
         return compare.diff_ranges(self.diffs, self.replica_logs).collect()
 
     @cached_property
+    def logged_leaders(self) -> DataFrame:
+        """The leaders the metadata log and the broker logs name, per epoch (``epoch_lineage.logged_leaders``)."""
+        return epoch_lineage.logged_leaders(self.metadata_events, self.log_events).cache()
+
+    @cached_property
+    def current(self) -> dict:
+        """Per partition, (leader, epoch) of the latest epoch the metadata log names a leader of."""
+        return epoch_lineage.current_leaders(self.logged_leaders.collect())
+
+    @cached_property
     def survivors(self) -> dict:
-        return survivors(self.rl)
+        """The surviving log of each partition (``jobs.replicas.survivors``): broker, candidates, why."""
+        return survivors(self.rl, self.lineage, self.current)
 
     @cached_property
     def survivors_df(self) -> DataFrame:

@@ -2,9 +2,10 @@
 producer ledger, that the surviving log lacks; and consumer commits beyond every replica's log end
 (consumers only read below the HW, so those offsets were committed data that is gone).
 
-The surviving log is the replica carrying the latest leader epoch (``jobs.replicas.survivors``):
+The surviving log is the current leader's replica, decided by evidence (``jobs.replicas.survivors``):
 whatever it lacks is lost to the cluster even if another replica still has it on disk (that
-replica is where it can be salvaged).
+replica is where it can be salvaged). When the evidence cannot single it out (undetermined), only
+what every candidate lacks is lost, and the finding's ``surviving_broker`` is null.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from pyspark.sql import functions as F
 
 from jobs.replicas.ledger import ledger_lost_offsets, lost_acks, lost_ledger_rows, record_view
 from jobs.replicas.offset_ranges import islands
+from jobs.replicas.survivors import brokers_text, lost_on_every_candidate, surviving_log_text
 
 from .divergence import producer_entries
 from .model import Evidence, Finding
@@ -31,7 +33,8 @@ KINDS = {
 def hw_lost_offsets(diffs: DataFrame, sv: DataFrame) -> DataFrame:
     """Offsets some replica checkpointed as committed (below its HW) that the surviving log lacks
     or holds with other content, with the holder's record details (record level, stays in Spark).
-    ``sv``: ``jobs.replicas.survivors.survivors_frame``."""
+    ``sv``: ``jobs.replicas.survivors.survivors_frame``: one row per candidate it is lost on
+    (``committed_loss`` keeps what every candidate lacks)."""
     d = diffs.join(sv, ["topic", "partition"])
     parts = []
     for other, me in (("a", "b"), ("b", "a")):
@@ -43,22 +46,22 @@ def hw_lost_offsets(diffs: DataFrame, sv: DataFrame) -> DataFrame:
             ~F.col(f"{other}.is_control") & ~F.coalesce(F.col(f"{other}.aborted"), F.lit(False))
         )
         parts.append(sel.select(
-            "topic", "partition", "offset", "survivor", "status",
+            "topic", "partition", "offset", "survivor", "s_candidates", "status",
             F.col(f"broker_{other}").alias("holder"), F.col(other).alias("rec"), F.lit("hw").alias("source"),
         ))
     return parts[0].unionByName(parts[1])
 
 
 def committed_loss(lost: DataFrame, replica_logs: DataFrame) -> DataFrame:
-    """Keep offsets below the holder's own HW checkpoint: those were committed."""
+    """Keep offsets below the holder's own HW checkpoint (those were committed) that every
+    surviving-log candidate lacks."""
     hw = replica_logs.select("topic", "partition", F.col("broker").alias("holder"), F.col("hw_checkpoint").alias("holder_hw"))
-    return lost.join(hw, ["topic", "partition", "holder"]).where(F.col("offset") < F.col("holder_hw"))
+    return lost_on_every_candidate(lost.join(hw, ["topic", "partition", "holder"]).where(F.col("offset") < F.col("holder_hw")))
 
 
 def loss_ranges(lost: DataFrame) -> list:
     """Group lost offsets (one row per offset and holder) into ranges per partition."""
     per_offset = lost.groupBy("topic", "partition", "offset").agg(
-        F.first("survivor").alias("survivor"),
         F.sort_array(F.collect_set("holder")).alias("holders"),
         F.max("rec.size").alias("size"),
         F.first("rec.epoch").alias("epoch"),
@@ -74,7 +77,7 @@ def loss_ranges(lost: DataFrame) -> list:
     )
     g = islands(per_offset, ["topic", "partition"]).groupBy("topic", "partition", "_island").agg(
         F.min("offset").alias("first_offset"), F.max("offset").alias("last_offset"), F.count("*").alias("records"),
-        F.sum("size").cast("long").alias("bytes"), F.first("survivor").alias("survivor"),
+        F.sum("size").cast("long").alias("bytes"),
         F.array_distinct(F.flatten(F.collect_list("holders"))).alias("holders"),
         F.collect_set("epoch").alias("epochs"),
         F.collect_set(F.when(F.col("producer_id") >= 0, F.struct("producer_id", F.col("producer_epoch").cast("int").alias("producer_epoch")))).alias("pkeys"),
@@ -88,9 +91,18 @@ def loss_ranges(lost: DataFrame) -> list:
     return g.collect()
 
 
-def loss_findings(ranges: list) -> list[Finding]:
+def survivor_evidence(s: dict, detail: str) -> Evidence:
+    """What the surviving log shows, on its broker; undetermined: on none, naming the candidates."""
+    if s["broker"] is not None:
+        return Evidence(s["broker"], None, None, f"surviving log ({s['why']}) {detail}")
+    return Evidence(None, None, None, f"surviving log undetermined ({s['why']}); each of brokers "
+                                      f"{brokers_text(c['broker'] for c in s['candidates'])} {detail}")
+
+
+def loss_findings(ranges: list, surv: dict) -> list[Finding]:
     out = []
     for g in ranges:
+        s = surv[(g["topic"], g["partition"])]
         holders = [h for h in (g["holders"] or []) if h is not None]
         sources = set(g["sources"] or [])
         why = []
@@ -101,16 +113,17 @@ def loss_findings(ranges: list) -> list[Finding]:
         where = (f"still held by broker {', '.join(map(str, holders))} (salvageable; it will truncate them when it follows the leader)"
                  if holders else "held by no replica")
         ev = [Evidence(h, g["path"], g["position"], "holds the committed copy") for h in holders[:3]]
-        ev.append(Evidence(g["survivor"], None, None,
-                           f"surviving log (latest leader epoch) {'holds other records' if g['overwritten'] else 'lacks them'}"))
+        ev.append(survivor_evidence(s, "holds other records" if g["overwritten"] else "lacks them"))
         out.append(Finding(
-            kind="acked_data_loss", topic=g["topic"], partition=g["partition"], brokers=[g["survivor"], *holders],
+            kind="acked_data_loss", topic=g["topic"], partition=g["partition"],
+            brokers=[*(c["broker"] for c in s["candidates"]), *holders],
             first_offset=g["first_offset"], last_offset=g["last_offset"], records=g["records"], bytes=g["bytes"],
             leader_epochs=list(g["epochs"] or []),
             producers=producer_entries(g["pkeys"], g["min_seq"], g["max_seq"]),
             first_timestamp=g["first_ts"], last_timestamp=g["last_ts"], evidence=ev, salvage_brokers=holders,
+            surviving_broker=s["broker"],
             explanation=f"{g['records']} committed records ({' and '.join(why)}) at offsets {g['first_offset']}-{g['last_offset']} "
-                        f"of {g['topic']}-{g['partition']} are not in the surviving log on broker {g['survivor']}; {where}.",
+                        f"of {g['topic']}-{g['partition']} are not in {surviving_log_text(s)}; {where}.",
         ))
     return out
 
@@ -179,7 +192,7 @@ def ledger_acks(case) -> list:
 
 
 def _hw_loss(case) -> list[Finding]:
-    return loss_findings(committed_ranges(case))
+    return loss_findings(committed_ranges(case), case.survivors)
 
 
 def hw_loss(case) -> list[Finding]:

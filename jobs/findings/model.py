@@ -53,6 +53,9 @@ class Finding:
     evidence: list[Evidence] = field(default_factory=list)
     explanation: str = ""
     salvage_brokers: list[int] = field(default_factory=list)
+    # findings judged against the surviving log: its broker, None when the evidence cannot tell
+    # (the explanation says why and names the candidates); None on every other kind
+    surviving_broker: int | None = None
     severity: str = ""
     id: str = ""
 
@@ -64,6 +67,7 @@ class Finding:
         self.brokers = sorted({int(b) for b in self.brokers if b is not None})
         self.leader_epochs = sorted({int(e) for e in self.leader_epochs if e is not None and e >= 0})
         self.salvage_brokers = sorted({int(b) for b in self.salvage_brokers if b is not None})
+        self.surviving_broker = None if self.surviving_broker is None else int(self.surviving_broker)
         # every producer entry has the contract's four keys (null where unknown)
         self.producers = [{k: p.get(k) for k in ("producer_id", "producer_epoch", "first_sequence", "last_sequence")}
                           for p in self.producers]
@@ -82,7 +86,7 @@ class Finding:
     def to_json(self) -> dict[str, Any]:
         d = asdict(self)
         order = ["id", "kind", "severity", "topic", "partition", "brokers", "first_offset", "last_offset", "records", "bytes",
-                 "leader_epochs", "producers", "first_timestamp", "last_timestamp", "evidence", "explanation", "salvage_brokers"]
+                 "leader_epochs", "producers", "first_timestamp", "last_timestamp", "evidence", "explanation", "salvage_brokers", "surviving_broker"]
         return {k: d[k] for k in order}
 
 
@@ -164,6 +168,7 @@ FINDINGS_SCHEMA = T.StructType([
     T.StructField("evidence", T.ArrayType(EVIDENCE_TYPE)),
     T.StructField("explanation", T.StringType()),
     T.StructField("salvage_brokers", T.ArrayType(T.IntegerType())),
+    T.StructField("surviving_broker", T.IntegerType()),
 ])
 
 
@@ -177,6 +182,6 @@ def to_rows(findings: list[Finding]) -> list[tuple]:
             [(p.get("producer_id"), p.get("producer_epoch"), p.get("first_sequence"), p.get("last_sequence")) for p in d["producers"]],
             d["first_timestamp"], d["last_timestamp"],
             [(e["broker"], e["path"], e["position"], e["detail"]) for e in d["evidence"]],
-            d["explanation"], d["salvage_brokers"],
+            d["explanation"], d["salvage_brokers"], d["surviving_broker"],
         ))
     return rows

@@ -13,6 +13,8 @@ from __future__ import annotations
 from collections import defaultdict
 from datetime import datetime
 
+from jobs.replicas.survivors import surviving_log_text
+
 from . import loss
 from .model import Evidence, Finding, ms
 
@@ -36,14 +38,15 @@ def truncation_findings(rl: list, surv: dict, hw_ranges: list) -> list[Finding]:
     for g in hw_ranges:
         if "hw" not in set(g["sources"] or []) or g["overwritten"]:
             continue
+        s = surv[(g["topic"], g["partition"])]
         holders = [h for h in (g["holders"] or []) if h is not None]
         out.append(Finding(
-            kind="truncation_below_hw", topic=g["topic"], partition=g["partition"], brokers=[g["survivor"], *holders],
+            kind="truncation_below_hw", topic=g["topic"], partition=g["partition"],
+            brokers=[*(c["broker"] for c in s["candidates"]), *holders],
             first_offset=g["first_offset"], last_offset=g["last_offset"], records=g["records"],
-            leader_epochs=list(g["epochs"] or []),
-            evidence=[Evidence(g["survivor"], None, None, f"surviving log ends below HW {g['holder_hw']} checkpointed by "
-                                                           f"broker {', '.join(map(str, holders))}")],
-            explanation=f"The surviving log of {g['topic']}-{g['partition']} (broker {g['survivor']}) lacks offsets "
+            leader_epochs=list(g["epochs"] or []), surviving_broker=s["broker"],
+            evidence=[loss.survivor_evidence(s, f"ends below HW {g['holder_hw']} checkpointed by broker {', '.join(map(str, holders))}")],
+            explanation=f"In {g['topic']}-{g['partition']}, {surviving_log_text(s)} lacks offsets "
                         f"{g['first_offset']}-{g['last_offset']}, below the high watermark another replica checkpointed: "
                         "the other replicas will truncate them away.",
         ))

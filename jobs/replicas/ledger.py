@@ -16,6 +16,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from .compare import live_records, record_details
+from .survivors import lost_on_every_candidate
 
 LEDGER_SCHEMA = T.StructType([
     T.StructField("topic", T.StringType()),
@@ -50,8 +51,10 @@ def record_view(records: DataFrame, batches: DataFrame) -> DataFrame:
 
 def lost_ledger_rows(ledger: DataFrame, rv: DataFrame, survivors: DataFrame) -> DataFrame:
     """The ledger's rows (all its columns, plus survivor and status) whose record the surviving
-    log lacks or holds with other content. ``rv``: ``record_view(records, batches)``."""
-    s = survivors.select("topic", "partition", "survivor", "s_log_start", "s_compacted")
+    log lacks or holds with other content. ``rv``: ``record_view(records, batches)``;
+    ``survivors``: ``survivors.survivors_frame`` (an undetermined surviving log: a row is lost
+    when every candidate lacks it, one row per candidate)."""
+    s = survivors.select("topic", "partition", "survivor", "s_log_start", "s_compacted", "s_candidates")
     led = ledger.join(s, ["topic", "partition"]).where(F.col("offset") >= F.col("s_log_start"))
     srec = rv.select("topic", "partition", F.col("broker").alias("survivor"), "offset",
                      F.col("key_sha256").alias("s_key"), F.col("value_sha256").alias("s_value"), F.lit(True).alias("s_present"))
@@ -65,6 +68,7 @@ def lost_ledger_rows(ledger: DataFrame, rv: DataFrame, survivors: DataFrame) -> 
         F.col("s_key") == F.col("key_sha256"), F.lit(True)
     )
     lost = j.where(~(held_by_survivor & matches)).where(~(~held_by_survivor & F.col("s_compacted")))
+    lost = lost_on_every_candidate(lost)
     return lost.withColumn("status", F.when(held_by_survivor, "divergent").otherwise("missing"))
 
 

@@ -1,15 +1,31 @@
 """The surviving log of each partition: the replica the others will follow.
 
-It is the replica carrying the latest leader epoch (checkpoint or stamped batches; ties go to the
-longer log): under KIP-101/279 every other replica truncates to its lineage when it next fetches,
-so whatever it lacks is lost to the cluster even if another replica still has it on disk.
+It is the current leader's replica: the one the KRaft metadata log names leader of its latest
+epoch when collected, else the replica carrying the latest leader epoch (checkpoint or stamped
+batches), of several the leader of that epoch by the evidence order of ``epoch_lineage`` (logs,
+earliest checkpoint start, first batch at that start). Under KIP-101/279 every other replica
+truncates to its lineage when it next fetches, so whatever it lacks is lost to the cluster even if
+another replica still has it on disk (that replica is where it can be salvaged). When the evidence
+cannot single it out, it is *undetermined*: the replicas it may be are the candidates, and only
+what every candidate lacks is reported lost. Never a guess by broker id.
 """
 
 from __future__ import annotations
 
-from pyspark.sql import DataFrame, SparkSession
+from collections import defaultdict
 
-SURVIVORS_SCHEMA = "topic string, partition int, survivor int, s_log_start long, s_compacted boolean"
+from pyspark.sql import DataFrame, SparkSession, Window
+from pyspark.sql import functions as F
+
+SURVIVORS_SCHEMA = "topic string, partition int, survivor int, s_log_start long, s_compacted boolean, s_candidates int"
+
+# how epoch_lineage.leader_evidence reads in an explanation
+LEADER_EVIDENCE = {
+    "metadata_log": "per the KRaft metadata log",
+    "broker_log": "per the brokers' logs",
+    "leader_epoch_checkpoint": "its leader-epoch-checkpoint starts that epoch earliest",
+    "first_batch": "it alone holds that epoch's first batch at the epoch's start offset",
+}
 
 
 def last_epoch(r) -> int:
@@ -17,28 +33,63 @@ def last_epoch(r) -> int:
     return max(vals) if vals else -1
 
 
-def _epoch_start(r, epoch: int) -> int:
-    """Where ``epoch`` starts on this replica's checkpoint; 0 (neutral) when it does not say."""
-    starts = [e["start_offset"] for e in (r["epoch_entries"] or []) if e["epoch"] == epoch]
-    return min(starts) if starts else 0
+def brokers_text(brokers) -> str:
+    return ", ".join(map(str, sorted(brokers)))
 
 
-def survivors(rl: list) -> dict[tuple[str, int], dict]:
-    """Per partition, the replica whose log the others will follow."""
-    best: dict[tuple[str, int], dict] = {}
+def survivors(rl: list, lineage: list, current: dict[tuple[str, int], tuple[int, int]]) -> dict[tuple[str, int], dict]:
+    """Per partition, the replica whose log the others will follow (module doc): ``broker`` (None
+    when undetermined), ``candidates`` (replica_logs rows: that replica, or every replica it may
+    be), ``epoch`` and ``why`` (the evidence, in words). ``current``: ``epoch_lineage.current_leaders``."""
+    reps: dict[tuple[str, int], list] = defaultdict(list)
     for r in rl:
-        if r["dir_state"] != "live":
-            continue
-        key = (r["topic"], r["partition"])
-        # Same latest epoch on several replicas: the leader's copy starts it earliest (a follower
-        # that kept records of the old epoch starts the new one later: KAFKA-1211), then the longest.
-        rank = (last_epoch(r), -_epoch_start(r, last_epoch(r)), r["leo"], r["clean_shutdown"], -r["broker"])
-        if key not in best or rank > best[key]["_rank"]:
-            best[key] = dict(r.asDict(), _rank=rank)
-    return best
+        if r["dir_state"] == "live":
+            reps[(r["topic"], r["partition"])].append(r)
+    leaders = {(row["topic"], row["partition"], row["leader_epoch"]): (row["likely_leader"], row["leader_evidence"])
+               for row in lineage if row["likely_leader"] is not None}
+    out: dict[tuple[str, int], dict] = {}
+    for key, rs in reps.items():
+        top = max(last_epoch(r) for r in rs)
+        carriers = [r for r in rs if last_epoch(r) == top]
+        here = {r["broker"]: r for r in rs}
+        cur = current.get(key)
+        lead = leaders.get((*key, top))
+        if cur is not None and cur[1] >= top and cur[0] in here:
+            pick, why = here[cur[0]], f"broker {cur[0]} leads epoch {cur[1]} per the KRaft metadata log"
+        elif len(carriers) == 1:
+            pick, why = carriers[0], f"broker {carriers[0]['broker']} alone carries the latest leader epoch {top}"
+        elif lead is not None and lead[0] in {r["broker"] for r in carriers}:
+            pick, why = here[lead[0]], f"broker {lead[0]} led the latest epoch {top}: {LEADER_EVIDENCE[lead[1]]}"
+        else:
+            pick = None
+            why = (f"brokers {brokers_text(r['broker'] for r in carriers)} all carry the latest leader epoch {top} and "
+                   + (f"broker {lead[0]}, which led it ({LEADER_EVIDENCE[lead[1]]}), was not collected" if lead is not None
+                      else "nothing collected tells which one leads it (the KRaft metadata log or the brokers' logs would)"))
+        out[key] = {"broker": None if pick is None else pick["broker"], "candidates": carriers if pick is None else [pick],
+                    "epoch": top, "why": why}
+    return out
+
+
+def surviving_log_text(s: dict) -> str:
+    """The surviving log in words, with the evidence that decides it (or why nothing does)."""
+    if s["broker"] is not None:
+        return f"the surviving log on broker {s['broker']} ({s['why']})"
+    return f"the surviving log, which is undetermined ({s['why']})"
 
 
 def survivors_frame(spark: SparkSession, surv: dict) -> DataFrame:
-    """``survivors`` as a small DataFrame (one row per partition) to join record-level frames with."""
-    rows = [(t, p, s["broker"], s["log_start_offset"], bool(s["compacted"])) for (t, p), s in surv.items()]
+    """``survivors`` as a small DataFrame to join record-level frames with: one row per partition and
+    surviving-log candidate, ``survivor, s_log_start, s_compacted`` and ``s_candidates`` (how many
+    there are: an offset is lost only when it is lost on each, ``lost_on_every_candidate``)."""
+    rows = [(t, p, c["broker"], c["log_start_offset"], bool(c["compacted"]), len(s["candidates"]))
+            for (t, p), s in surv.items() for c in s["candidates"]]
     return spark.createDataFrame(rows, SURVIVORS_SCHEMA)
+
+
+def lost_on_every_candidate(lost: DataFrame) -> DataFrame:
+    """Rows of lost offsets (one per surviving-log candidate and holder) kept where the offset loses
+    a committed record on every candidate: whichever of them leads, the cluster lost a record
+    there (two candidates holding different committed records at one offset lose one of them)."""
+    w = Window.partitionBy("topic", "partition", "offset")
+    return lost.withColumn("_on", F.size(F.collect_set("survivor").over(w))).where(F.col("_on") == F.col("s_candidates")).drop(
+        "_on", "s_candidates")

@@ -1,10 +1,12 @@
 """Ground truth for a simulated incident, derived from the event log and the final model state.
 
 The findings are what an ideal analyzer reports, in the contract's shape (``kind, severity,
-topic, partition, brokers, first_offset, last_offset, records, ...``), plus two helper fields
+topic, partition, brokers, first_offset, last_offset, records, ...``), plus helper fields
 for whoever writes detection jobs: ``evidence_sources`` (``files`` = visible in the broker
 dirs alone, ``ledger`` = needs ledger.jsonl, ``event_log`` = only the simulator knows it, like
-a server log line) and, for losses, ``salvage_brokers``.
+a server log line) and, for losses, ``salvage_brokers``, ``surviving_broker`` and
+``surviving_candidates`` (the replicas the broker dirs cannot tell from the surviving one: just
+it when they show which replica survives, several when only the metadata log would tell).
 """
 
 from __future__ import annotations
@@ -42,6 +44,31 @@ def surviving_replica(cluster: Cluster, topic: str, partition: int) -> Replica:
     part = cluster.part(topic, partition)
     reps = [cluster.replica(b, topic, partition) for b in part.replicas]
     return max(reps, key=lambda r: (r.latest_epoch, r.broker == part.leader, r.leo))
+
+
+def _epoch_start(rep: Replica, epoch: int) -> int | None:
+    """Where ``epoch`` starts in this replica's files: its leader-epoch-checkpoint entry, else its
+    first batch stamped with it."""
+    starts = [s for e, s in epochs_from_start(rep.epochs, rep.log_start) if e == epoch]
+    starts = starts or [b.base_offset for b in rep.batches if b.epoch == epoch]
+    return min(starts) if starts else None
+
+
+def survivor_candidates(cluster: Cluster, topic: str, partition: int) -> list[int]:
+    """The replicas the broker dirs alone cannot tell from the surviving one (itself included): those
+    carrying the same latest leader epoch without starting it later (a follower starts an epoch
+    where it fetched its first batch, never before the leader did). More than one: only the event
+    log (the metadata log, the brokers' logs) says which survives."""
+    surv = surviving_replica(cluster, topic, partition)
+    mine = _epoch_start(surv, surv.latest_epoch)
+    out = [surv.broker]
+    for b in cluster.part(topic, partition).replicas:
+        r = cluster.replica(b, topic, partition)
+        if b != surv.broker and r.latest_epoch == surv.latest_epoch:
+            start = _epoch_start(r, r.latest_epoch)
+            if mine is None or start is None or start <= mine:
+                out.append(b)
+    return sorted(out)
 
 
 def _finding(kind: str, severity: str, topic, partition, brokers, first, last, records, explanation: str, **extra) -> dict:
@@ -163,6 +190,7 @@ def acked_data_loss(cluster: Cluster) -> list[dict]:
                     acks=acks,
                     salvage_brokers=salvage,
                     surviving_broker=surv.broker,
+                    surviving_candidates=survivor_candidates(cluster, topic, p),
                     evidence_sources=["ledger", "files"] if salvage else ["ledger"],
                 )
             )

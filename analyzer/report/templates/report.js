@@ -35,7 +35,8 @@
   function lineageTable(box, lin) {
     box.appendChild(el("h3", "Leader-epoch lineage"));
     if (!lin) { box.appendChild(el("p", "No leader-epoch data for this partition.", "dim")); return; }
-    box.appendChild(el("p", "Start offset per epoch as each replica's leader-epoch-checkpoint has it, and the offsets its batches of that epoch span (source: " + lin.source + "). Rows where replicas disagree are shaded; ★ likely leader.", "dim"));
+    box.appendChild(el("p", "Start offset per epoch as each replica's leader-epoch-checkpoint has it, and the offsets its batches of that epoch span (source: " + lin.source + "). Rows where replicas disagree are shaded; ★ the epoch's leader, by the evidence named under \u201cled by\u201d (the metadata log, the brokers' logs, the earliest checkpoint start, the first batch at that start), or undetermined.", "dim"));
+    var EVIDENCE = { metadata_log: "metadata log", broker_log: "broker logs", leader_epoch_checkpoint: "earliest checkpoint start", first_batch: "first batch at the start" };
     var rows = lin.rows.map(function (row) {
       var tr = el("tr", null, row.conflict ? "conflict" : "");
       tr.appendChild(el("td", row.epoch, "num"));
@@ -46,9 +47,12 @@
         if (c.first !== null) parts.push("batches " + c.first + "–" + fmt(c.last));
         tr.appendChild(el("td", (c.leader ? "★ " : "") + (parts.join(" · ") || "present"), c.leader ? "leader" : ""));
       });
+      var by = row.leader === null || row.leader === undefined ? "undetermined"
+        : "broker " + row.leader + (row.leader_evidence ? " (" + (EVIDENCE[row.leader_evidence] || row.leader_evidence) + ")" : "");
+      tr.appendChild(el("td", by, row.leader === null || row.leader === undefined ? "dim" : ""));
       return tr;
     });
-    box.appendChild(table(["epoch"].concat(lin.brokers.map(function (b) { return "broker " + b; })), rows));
+    box.appendChild(table(["epoch"].concat(lin.brokers.map(function (b) { return "broker " + b; })).concat(["led by"]), rows));
   }
 
   var REPLICA_COLS = [["broker", "broker"], ["log_dir", "log dir"], ["dir_state", "state"], ["log_start_offset", "log start"], ["hw_checkpoint", "HW ckpt"],
