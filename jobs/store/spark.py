@@ -165,39 +165,58 @@ class Interrupted(BaseException):
     inside a call with a traceback."""
 
 
-def _children() -> list[int]:
-    """Processes this one started (the JVM, or spark-submit while it is still starting one)."""
-    me = str(os.getpid())
-    found = []
+def _descendants() -> list[int]:
+    """Every process below this one: the JVM (or spark-submit still starting one) and, below the
+    JVM, pyspark's daemon and its Python workers, which since ingest writes from the tasks hold
+    open Parquet files in the staging dir."""
+    parent: dict[int, int] = {}
     for d in Path("/proc").glob("[0-9]*"):
         try:
             stat = (d / "stat").read_text()
         except OSError:
             continue
-        if stat[stat.rindex(")") + 2:].split()[1] == me:
-            found.append(int(d.name))
+        parent[int(d.name)] = int(stat[stat.rindex(")") + 2:].split()[1])
+    found, frontier = [], [os.getpid()]
+    while frontier:
+        kids = [pid for pid, ppid in parent.items() if ppid in frontier]
+        found += kids
+        frontier = kids
     return found
 
 
 def stop_jvm(timeout: float = 30) -> None:
-    """Kill the JVM this process started and wait for it, so nothing it runs writes another byte
-    (a cancelled task still finishing its Parquet file into the staging dir) once this returns;
-    then remove its scratch. SIGKILL: the JVM says nothing while dying, and its shutdown hooks
-    have nothing left to save. pyspark's daemon and workers exit when their JVM does."""
+    """Kill the JVM this process started and every process under it, and wait until they are
+    gone, so nothing writes another byte (a cancelled task still finishing its Parquet file into
+    the staging dir) once this returns; then remove its scratch. SIGKILL: the JVM says nothing
+    while dying, and its shutdown hooks have nothing left to save. pyspark's Python workers are
+    killed too rather than left to notice their JVM is gone: they write table files themselves."""
+    import time
+
     pyspark = sys.modules.get("pyspark")
     gateway = getattr(getattr(pyspark, "SparkContext", None), "_gateway", None)
     proc = getattr(gateway, "proc", None)
-    pids = set(_children()) | ({proc.pid} if proc is not None and proc.poll() is None else set())
+    pids = set(_descendants()) | ({proc.pid} if proc is not None and proc.poll() is None else set())
     for pid in pids:
         with contextlib.suppress(ProcessLookupError):
             os.kill(pid, signal.SIGKILL)
-    for pid in pids:
-        if proc is not None and pid == proc.pid:
-            proc.wait(timeout)
-        else:
-            with contextlib.suppress(ChildProcessError):
-                os.waitpid(pid, 0)
+    if proc is not None and proc.pid in pids:
+        proc.wait(timeout)
+    for pid in pids:  # our children are reaped here; the JVM's are reaped by init once it is gone
+        with contextlib.suppress(ChildProcessError, OSError):
+            os.waitpid(pid, os.WNOHANG)
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and any(_alive(pid) for pid in pids):
+        time.sleep(0.02)
     shutil.rmtree(_scratch_path(), ignore_errors=True)
+
+
+def _alive(pid: int) -> bool:
+    """Still running (a zombie has stopped writing: it counts as gone)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat[stat.rindex(")") + 2:].split()[0] != "Z"
 
 
 @contextlib.contextmanager
@@ -206,7 +225,11 @@ def interruptible() -> Iterator[None]:
     staging dir is removed after the last write into it, and the command can say one line
     instead of py4j's tracebacks. (The JVM ignores SIGINT itself: pyspark starts it that way.)"""
 
+    interrupted = False
+
     def handler(signum, frame):
+        nonlocal interrupted
+        interrupted = True
         signal.signal(signal.SIGINT, signal.SIG_IGN)  # a second Ctrl-C must not cut the cleanup short
         logging.disable(logging.CRITICAL)  # py4j logs each call the dead JVM breaks, with a traceback
         stop_jvm()
@@ -215,6 +238,13 @@ def interruptible() -> Iterator[None]:
     previous = signal.signal(signal.SIGINT, handler)
     try:
         yield
+    except Exception:
+        # unwinding from the handler, pyspark's own context managers call the dead JVM once more
+        # (``SCCallSiteSync.__exit__`` around a collect): their ConnectionRefusedError replaces
+        # ``Interrupted``, but it is the same Ctrl-C
+        if interrupted:
+            raise Interrupted() from None
+        raise
     finally:
         signal.signal(signal.SIGINT, previous)
 
