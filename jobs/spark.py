@@ -128,9 +128,11 @@ def stop_jvm(timeout: float = 30) -> None:
     (a cancelled task still finishing its Parquet file into the staging dir) once this returns;
     then remove its scratch. SIGKILL: the JVM says nothing while dying, and its shutdown hooks
     have nothing left to save. pyspark's daemon and workers exit when their JVM does."""
-    pyspark = sys.modules.get("pyspark")
-    gateway = getattr(getattr(pyspark, "SparkContext", None), "_gateway", None)
-    proc = getattr(gateway, "proc", None)
+    context = getattr(sys.modules.get("pyspark"), "SparkContext", None)
+    proc = getattr(getattr(context, "_gateway", None), "proc", None)
+    server = getattr(getattr(context, "_active_spark_context", None), "_accumulatorServer", None)
+    if server is not None:  # its connection from the JVM ends with an EOFError that socketserver prints
+        server.handle_error = lambda request, client_address: None
     pids = set(_children()) | ({proc.pid} if proc is not None and proc.poll() is None else set())
     for pid in pids:
         with contextlib.suppress(ProcessLookupError):
