@@ -192,9 +192,11 @@ def stop_jvm(timeout: float = 30) -> None:
     killed too rather than left to notice their JVM is gone: they write table files themselves."""
     import time
 
-    pyspark = sys.modules.get("pyspark")
-    gateway = getattr(getattr(pyspark, "SparkContext", None), "_gateway", None)
-    proc = getattr(gateway, "proc", None)
+    context = getattr(sys.modules.get("pyspark"), "SparkContext", None)
+    proc = getattr(getattr(context, "_gateway", None), "proc", None)
+    server = getattr(getattr(context, "_active_spark_context", None), "_accumulatorServer", None)
+    if server is not None:  # its connection from the JVM ends with an EOFError that socketserver prints
+        server.handle_error = lambda request, client_address: None
     pids = set(_descendants()) | ({proc.pid} if proc is not None and proc.poll() is None else set())
     for pid in pids:
         with contextlib.suppress(ProcessLookupError):
