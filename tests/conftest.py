@@ -96,7 +96,7 @@ def dump_logs(dump_log, tmp_path_factory):
 @pytest.fixture(scope="session")
 def spark():
     """The one SparkSession of a test run (Spark takes ~10 s to start): local[2], sized as for a
-    small collection (what the tests feed it: interpreted plans, quick JIT, 2 shuffle partitions),
+    small collection (what the tests feed it: no whole-stage codegen, quick JIT, 2 shuffle partitions),
     no catalog (catalog tests run the CLI in subprocesses, see jobs/store/catalog.py)."""
     from jobs.store.spark import get_session
 

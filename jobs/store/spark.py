@@ -51,7 +51,7 @@ def sized_confs(input_bytes: int | None, cores: int) -> dict[str, str]:
 
     Why: on a small collection nearly all of an analysis is Spark's fixed cost per query, not data:
     Janino compiling whole-stage code for each of dozens of plans, C2 compiling Spark itself, a
-    task per shuffle partition. Below ``SMALL_INPUT`` plans are interpreted, the JVM stays on its
+    task per shuffle partition. Below ``SMALL_INPUT`` whole-stage codegen is off, the JVM stays on its
     quick C1 compiler and shuffles use one partition per core; the heap follows the input (1 GiB for
     small collections, 2 GiB plus 1 per 4 GiB of input up to 8 GiB), so a small run stays light.
     ``None`` (unknown size: tests, the catalog) keeps the big-data defaults. ``KF_DRIVER_MEMORY`` still wins.
@@ -67,8 +67,9 @@ def sized_confs(input_bytes: int | None, cores: int) -> dict[str, str]:
     }
     if small:
         confs |= {
+            # (``spark.sql.codegen.factoryMode=NO_CODEGEN`` would save more, but it is a testing
+            # conf and Spark's catalog cannot decode its Table objects without codegen)
             "spark.sql.codegen.wholeStage": "false",
-            "spark.sql.codegen.factoryMode": "NO_CODEGEN",
             "spark.driver.extraJavaOptions": "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC",
         }
     return confs
