@@ -35,27 +35,30 @@ def build(inputs: list[Path], out: Path, ledger: Path | None = None, master: str
     with staged_ingest(inputs, out, master, progress=progress, spark=spark, register=register_catalog) as staged:
         from jobs.findings import run as forensics  # (Spark's modules: imported once the inputs proved usable)
         from jobs.findings.model import document, write_json
+        from jobs.ingest.progress import Stages
 
         from .report import write_html
 
         res, tmp = staged.result, staged.tmp
         t1 = time.monotonic()
-        findings = forensics.run(staged.spark, tmp, ledger=ledger)
-        t2 = time.monotonic()
-        info = {
-            "paths": [str(p) for p in inputs],
-            "brokers": sorted(b["broker"] for b in res.brokers if b.get("broker") is not None),
-            "files": res.files,
-            "bytes": res.bytes,
-            "ledger": str(ledger) if ledger else None,
-        }
-        doc = document(findings, info)
-        write_json(tmp / "findings.json", doc)
-        staged.run_info.update({"input": info, "ledger": info["ledger"],
-                                "seconds": {**res.seconds, "jobs": round(t2 - t1, 2), "total": round(time.monotonic() - t0, 2)},
-                                "findings": doc["summary"]})
-        staged.write_run_json()  # the report shows it
-        write_html(tmp, shown_dir=Path(out).absolute())
+        with Stages(enabled=progress) as stages:
+            findings = forensics.run(staged.spark, tmp, ledger=ledger, stage=stages.stage)
+            t2 = time.monotonic()
+            info = {
+                "paths": [str(p) for p in inputs],
+                "brokers": sorted(b["broker"] for b in res.brokers if b.get("broker") is not None),
+                "files": res.files,
+                "bytes": res.bytes,
+                "ledger": str(ledger) if ledger else None,
+            }
+            doc = document(findings, info)
+            write_json(tmp / "findings.json", doc)
+            staged.run_info.update({"input": info, "ledger": info["ledger"],
+                                    "seconds": {**res.seconds, "jobs": round(t2 - t1, 2), "total": round(time.monotonic() - t0, 2)},
+                                    "findings": doc["summary"]})
+            staged.write_run_json()  # the report shows it
+            stages.stage("report")
+            write_html(tmp, shown_dir=Path(out).absolute())
     return doc
 
 

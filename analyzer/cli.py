@@ -47,8 +47,7 @@ def staged_run(out: Path) -> Iterator[None]:
         raise fail(str(exc)) from None
     except Interrupted:
         if _written_at(out) != before:
-            said = (f"interrupted after the new results were swapped into {out}; "
-                    f"a half-built catalog is rebuilt by the first `kafka-forensics sql {out}`")
+            said = f"interrupted after the new, complete results were swapped into {out}"
         else:
             said = f"interrupted; previous results in {out} unchanged" if out.exists() else f"interrupted; nothing written to {out}"
         raise fail(said, 130) from None

@@ -10,6 +10,7 @@ loss: the surviving log and where to salvage). ``analyze=False`` stops at the pa
 from __future__ import annotations
 
 import json
+import time
 from collections import Counter
 from pathlib import Path
 from typing import TextIO
@@ -90,6 +91,22 @@ def detectable(f: dict) -> bool:
     return "event_log" not in set(f.get("evidence_sources", ["files"]))
 
 
+def verdict(findings_json: Path) -> str:
+    """The one-word verdict of an analysis, as the report states it (errors, else warnings, else clean)."""
+    summary = json.loads(findings_json.read_text(encoding="utf-8"))["summary"]
+    for sev in ("errors", "warnings"):
+        if summary.get(sev):
+            return f"{summary[sev]} {sev if summary[sev] > 1 else sev[:-1]}"
+    return "clean"
+
+
+def closing_table(rows: list[tuple[str, str, str, str]]) -> str:
+    """The demo's last word: per scenario its verdict, whether it matched the ground truth, its report."""
+    head = ("scenario", "verdict", "matches truth", "report")
+    widths = [max(len(r[i]) for r in [head, *rows]) for i in range(3)]
+    return "\n".join("  " + "  ".join(c.ljust(w) for c, w in zip(r[:3], widths)) + "  " + r[3] for r in [head, *rows])
+
+
 def _compare(truth: dict, findings_json: Path, stream: TextIO) -> bool:
     """Print how the analyzer's findings match the ground truth by (kind, topic, partition) and the
     brokers they name; True if they do."""
@@ -113,10 +130,10 @@ def _compare(truth: dict, findings_json: Path, stream: TextIO) -> bool:
     return not (missed or wrong or extra)
 
 
-def _show(name: str, path: Path, truth: dict, stream: TextIO) -> None:
+def _show(name: str, path: Path, truth: dict, stream: TextIO, counter: str = "") -> None:
     s = parser_summary(path)
     problems = ", ".join(f"{k} {v}" for k, v in s["problems"].items()) or "none"
-    print(f"\n== {name}  ({path})", file=stream)
+    print(f"\n== {counter}{name}  ({path})", file=stream)
     print(f"  {truth['description']}", file=stream)
     print(
         f"  files: {s['brokers']} brokers, {s['partitions']} partitions, {s['files']} files; parser problems: {problems}",
@@ -140,12 +157,13 @@ def run(out: Path, names: list[str] | None, *, seed: int = 0, master: str = "loc
     if unknown:
         raise DemoError(f"unknown scenario {unknown[0]!r}; one of {', '.join(SCENARIOS)}")
     spark = None
-    bad = 0
+    bad, rows = 0, []
     try:
-        for name in names:
+        for i, name in enumerate(names, 1):
+            t0 = time.monotonic()
             path = generate(name, out, seed=seed, **size)
             truth = json.loads((path / "ground_truth.json").read_text(encoding="utf-8"))
-            _show(name, path, truth, stream)
+            _show(name, path, truth, stream, counter=f"{i}/{len(names)} ")
             if not analyze:
                 continue
             if spark is None:  # one session for every scenario, not one JVM each
@@ -160,9 +178,16 @@ def run(out: Path, names: list[str] | None, *, seed: int = 0, master: str = "loc
             except Exception as exc:  # the demo goes on with the next scenario and says what failed
                 bad += 1
                 print(f"  analyze failed: {type(exc).__name__}: {exc}", file=stream)
+                rows.append((name, "analyze failed", "no", "-"))
                 continue
-            bad += not _compare(truth, result / "findings.json", stream)
+            ok = _compare(truth, result / "findings.json", stream)
+            bad += not ok
+            rows.append((name, verdict(result / "findings.json"), "yes" if ok else "NO", str(result / "report.html")))
+            print(f"  ({time.monotonic() - t0:.1f} s)", file=stream)
     finally:
         if spark is not None:
             spark.stop()
+    if rows:
+        matched = sum(r[2] == "yes" for r in rows)
+        print(f"\n{matched} of {len(rows)} scenarios match their ground truth:\n{closing_table(rows)}", file=stream)
     return 1 if bad else 0

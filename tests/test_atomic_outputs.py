@@ -149,7 +149,8 @@ BEFORE_SWAP = {
     "spark-start": lambda out, run: (lambda: _staged(out, run)() and _has_java(run)()),  # JVM starting, nothing parsed
     "mid-ingest": lambda out, run: _staged(out, run, "tables", "files"),  # parse tasks writing their tables
     "jobs": lambda out, run: _staged(out, run, "tables", "replica_logs"),  # ingest done, forensic jobs writing
-    "before-swap": None,  # findings.json, run.json, report.html complete in the staging dir
+    "catalog-registering": None,  # every table registered in the staged catalog, its marker not yet written
+    "before-swap": None,  # findings.json, run.json, report.html, the catalog complete in the staging dir
 }
 
 
@@ -173,9 +174,8 @@ def test_kill_before_the_swap_leaves_the_previous_dir_untouched(previous, point)
         previous["tree"] = tree(out)  # opening the catalog touches Derby's files (locks, log)
 
 
-# kill points after the swap: DIR is already the new run's complete result; its catalog is missing
-# or half-built, and the first sql use rebuilds it
-AFTER_SWAP = ["after-swap", "catalog-registering"]
+# kill points after the swap: DIR is already the new run's complete result, catalog included
+AFTER_SWAP = ["after-swap"]
 
 
 @pytest.mark.parametrize("point", AFTER_SWAP)
@@ -187,13 +187,12 @@ def test_kill_after_the_swap_leaves_a_complete_new_dir(previous, point):
     assert no_orphans(run.proc.pid) == []
     assert comparable((out / "findings.json").read_bytes()) == comparable(previous["findings"])
     assert (out / "run.json").is_file() and (out / "report.html").is_file()
-    if point == "catalog-registering":
-        assert not (out / "catalog" / "registered.json").exists(), "killed before the catalog was complete"
+    assert json.loads((out / "catalog" / "registered.json").read_text())["out"] == str(out.resolve())
     assert sql_count(out, "batches", cwd) == previous["batches"]
 
 
 # Ctrl-C (issue 15 item 10): SIGINT to the run's whole process group, as a terminal sends it
-INTERRUPT_POINTS = {**{k: v for k, v in BEFORE_SWAP.items() if k != "jobs"}, "catalog-registering": None}
+INTERRUPT_POINTS = {k: v for k, v in BEFORE_SWAP.items() if k != "jobs"}
 
 
 @pytest.mark.parametrize("point", list(INTERRUPT_POINTS))
@@ -210,14 +209,8 @@ def test_ctrl_c_is_one_line_exit_130_and_no_staging_dir(previous, point):
     assert run.wait(300) == 130, "".join(run.stderr)[-3000:]
     err = "".join(run.stderr)
     ours = [ln for ln in err.splitlines() if ln.startswith("kafka-forensics: ")]
-    if point == "catalog-registering":  # after the swap: DIR is the new complete result
-        assert ours == [f"kafka-forensics: interrupted after the new results were swapped into {out}; "
-                        f"a half-built catalog is rebuilt by the first `kafka-forensics sql {out}`"], err[-3000:]
-        assert comparable((out / "findings.json").read_bytes()) == comparable(previous["findings"])
-        assert (out / "report.html").is_file() and not (out / "catalog" / "registered.json").exists()
-    else:
-        assert ours == [f"kafka-forensics: interrupted; previous results in {out} unchanged"], err[-3000:]
-        assert tree(out) == before, "the previous DIR changed under an interrupted run"
+    assert ours == [f"kafka-forensics: interrupted; previous results in {out} unchanged"], err[-3000:]
+    assert tree(out) == before, "the previous DIR changed under an interrupted run"
     assert err.rstrip().splitlines()[-1] == ours[0], "nothing printed after the line"
     for noise in ("Traceback", "py4j", "Exception", "KeyboardInterrupt"):
         assert noise not in err, err[-3000:]

@@ -220,6 +220,24 @@ def test_demo_generates_and_shows_the_ground_truth(tmp_path):
     assert (tmp_path / "torn-write" / "ground_truth.json").is_file()
 
 
+def test_demo_counts_scenarios_and_closes_with_a_table(tmp_path):
+    import io
+
+    from analyzer import demo
+
+    out = io.StringIO()
+    assert demo.run(tmp_path, ["torn-write", "clean-failover"], stream=out, analyze=False) == 0
+    assert "== 1/2 torn-write" in out.getvalue() and "== 2/2 clean-failover" in out.getvalue()
+    (tmp_path / "a.json").write_text(json.dumps({"summary": {"errors": 2, "warnings": 1}}))
+    (tmp_path / "b.json").write_text(json.dumps({"summary": {"errors": 0, "warnings": 0}}))
+    assert demo.verdict(tmp_path / "a.json") == "2 errors" and demo.verdict(tmp_path / "b.json") == "clean"
+    table = demo.closing_table([("torn-write", "2 errors", "yes", "/x/report.html"), ("clean-failover", "clean", "NO", "/y/report.html")])
+    lines = table.splitlines()
+    assert lines[0].split() == ["scenario", "verdict", "matches", "truth", "report"]
+    assert lines[1].split() == ["torn-write", "2", "errors", "yes", "/x/report.html"]
+    assert lines[2].index("NO") == lines[1].index("yes"), "columns aligned"
+
+
 def test_demo_cli_refuses_an_unknown_scenario(tmp_path):
     from typer.testing import CliRunner
 

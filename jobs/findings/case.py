@@ -1,9 +1,10 @@
 """The case a detector reads: the ingested tables and the views several detectors share, each
 computed once per run.
 
-``Case.open`` writes the job tables (replica_logs, metadata_events, epoch_lineage, offset_ranges,
-broker_events, timeline) into the output DIR and reads them back, so every view comes from what
-is on disk. Who led each epoch comes from the metadata log and the broker logs before the files
+``Case.open`` builds the job tables (replica_logs, metadata_events, epoch_lineage, offset_ranges,
+broker_events, timeline), writes each into the output DIR and keeps it cached for the detectors:
+each is computed once, and none is read back from its files (re-reading costs a Spark job per
+table to list and plan them, a large share of a small collection's analysis). Who led each epoch comes from the metadata log and the broker logs before the files
 (``logged_leaders``, ``current``), so metadata_events is written before the lineage, and the
 surviving logs are decided from both. Views are computed on first use. What reaches the driver is
 per replica, per range or per event (thousands of rows for thousands of partitions), never per
@@ -38,24 +39,39 @@ class Case:
     def __init__(self, spark: SparkSession, out: Path, tables: dict[str, DataFrame], ledger: Path | None = None) -> None:
         self.spark, self.out, self.tables, self.ledger = spark, Path(out), tables, ledger
         self._shared: dict[Callable, Any] = {}
+        self._cached: list[DataFrame] = []
+        self.replica_logs = self.metadata_events = self.epoch_lineage = self.offset_ranges = None
 
     @classmethod
-    def open(cls, spark: SparkSession, out: Path, ledger: Path | None = None) -> Case:
-        """Read the ingested tables under ``out`` and write the job tables next to them."""
+    def open(cls, spark: SparkSession, out: Path, ledger: Path | None = None, stage: Callable[[str], None] = lambda name: None) -> Case:
+        """Read the ingested tables under ``out`` and write the job tables next to them (``stage``
+        is told each one's name as it starts)."""
         case = cls(spark, out, {name: read_table(spark, out, name) for name in INPUT_TABLES}, ledger)
-        case.write_job_tables()
+        case.write_job_tables(stage)
         return case
 
-    def write_job_tables(self) -> None:
-        t, out = self.tables, self.out
-        write_table(replica_logs.build(t), out, "replica_logs")
-        write_table(metadata.metadata_events(t["metadata_records"]), out, "metadata_events")
-        write_table(epoch_lineage.build(t, self.replica_logs, self.logged_leaders), out, "epoch_lineage")
-        write_table(offset_ranges.build(t, self.replica_logs), out, "offset_ranges")
-        write_table(metadata.broker_events(t["metadata_records"]), out, "broker_events")
-        tl = timeline.build(self.metadata_events, read_table(self.spark, out, "broker_events"), read_table(self.spark, out, "epoch_lineage"),
-                            self.log_events, t["consumer_offsets"], self.replica_logs.select("topic", "partition", "broker"))
-        write_table(tl.orderBy("topic", "partition", F.col("time").asc_nulls_last(), "seq").coalesce(1), out, "timeline")
+    def write_job_tables(self, stage: Callable[[str], None] = lambda name: None) -> None:
+        t = self.tables
+        stage("jobs: replica logs")
+        self.replica_logs = self._written(replica_logs.build(t), "replica_logs")
+        stage("jobs: metadata log")
+        self.metadata_events = self._written(metadata.metadata_events(t["metadata_records"]), "metadata_events")
+        stage("jobs: epoch lineage")
+        self.epoch_lineage = self._written(epoch_lineage.build(t, self.replica_logs, self.logged_leaders), "epoch_lineage")
+        stage("jobs: offset ranges")
+        self.offset_ranges = self._written(offset_ranges.build(t, self.replica_logs), "offset_ranges")
+        broker_events = self._written(metadata.broker_events(t["metadata_records"]), "broker_events")
+        stage("jobs: timeline")
+        tl = timeline.build(self.metadata_events, broker_events, self.epoch_lineage, self.log_events, t["consumer_offsets"],
+                            self.replica_logs.select("topic", "partition", "broker"))
+        write_table(tl.orderBy("topic", "partition", F.col("time").asc_nulls_last(), "seq").coalesce(1), self.out, "timeline")
+
+    def _written(self, df: DataFrame, name: str) -> DataFrame:
+        """``df`` cached, written as job table ``name``: the write fills the cache the detectors read."""
+        df = df.cache()
+        write_table(df, self.out, name)
+        self._cached.append(df)
+        return df
 
     def shared(self, fn: Callable[[Case], Any]) -> Any:
         """``fn(self)``, computed once per case: a view several detectors read."""
@@ -64,16 +80,11 @@ class Case:
         return self._shared[fn]
 
     def close(self) -> None:
-        for name in ("diffs", "batches", "replica_logs", "ledger_records", "logged_leaders"):
-            df = self.__dict__.get(name)
+        for df in [*self._cached, *(self.__dict__.get(n) for n in ("diffs", "batches", "ledger_records", "logged_leaders"))]:
             if df is not None:
                 df.unpersist()
 
     # -- replicas ---------------------------------------------------------------------------
-    @cached_property
-    def replica_logs(self) -> DataFrame:
-        return read_table(self.spark, self.out, "replica_logs").cache()
-
     @cached_property
     def rl(self) -> list:
         """replica_logs, collected (one row per replica)."""
@@ -81,13 +92,12 @@ class Case:
 
     @cached_property
     def lineage(self) -> list:
-        return read_table(self.spark, self.out, "epoch_lineage").collect()
+        return self.epoch_lineage.collect()
 
     @cached_property
     def holes(self) -> list:
         """offset_ranges holes that nothing benign explains."""
-        ranges = read_table(self.spark, self.out, "offset_ranges")
-        return ranges.where((F.col("kind") == "hole") & (F.col("reason") == "unexplained")).collect()
+        return self.offset_ranges.where((F.col("kind") == "hole") & (F.col("reason") == "unexplained")).collect()
 
     @cached_property
     def batches(self) -> DataFrame:
@@ -127,10 +137,6 @@ class Case:
         return None if self.ledger is None else read_ledger(self.spark, self.ledger).cache()
 
     # -- history ----------------------------------------------------------------------------
-    @cached_property
-    def metadata_events(self) -> DataFrame:
-        return read_table(self.spark, self.out, "metadata_events")
-
     @cached_property
     def log_events(self) -> DataFrame:
         """Broker log events with topic names resolved from the metadata log."""

@@ -6,6 +6,7 @@ detector of the registry reads what it needs from it. Findings are few (one per 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 from pyspark.sql import SparkSession
@@ -17,11 +18,17 @@ from .model import FINDINGS_SCHEMA, Finding, finalize, to_rows
 from .registry import DETECTORS
 
 
-def run(spark: SparkSession, out: Path, ledger: Path | None = None) -> list[Finding]:
+def run(spark: SparkSession, out: Path, ledger: Path | None = None, stage: Callable[[str], None] = lambda name: None) -> list[Finding]:
     """Compute the job tables and findings of the ingested tables under ``out``; write the job
-    tables there and return the findings (the caller writes findings.json)."""
-    case = Case.open(spark, out, ledger)
-    findings = finalize([f for detector in DETECTORS for f in detector.find(case)])
+    tables there and return the findings (the caller writes findings.json). ``stage`` is told the
+    name of each step as it starts (``jobs.ingest.progress.Stages``)."""
+    case = Case.open(spark, out, ledger, stage=stage)
+    found = []
+    for detector in DETECTORS:
+        stage(f"findings: {detector.__name__.rsplit('.', 1)[-1]}")
+        found += detector.find(case)
+    findings = finalize(found)
+    stage("findings: writing")
     write_table(spark.createDataFrame(to_rows(findings), FINDINGS_SCHEMA).coalesce(1), out, "findings")
     case.close()
     return findings

@@ -52,3 +52,45 @@ class Progress:
                 if self._stop.wait(0.5):
                     bar.update(task, completed=self.total_bytes, files=f"{self.files}/{self.files}")
                     return
+
+
+class Stages:
+    """Context manager: after ``SHOW_AFTER`` s, a status line on stderr naming the stage the run is
+    in and the seconds elapsed (``jobs: epoch lineage · 14 s``), updated as ``stage(name)`` is called.
+
+    Why: after the ingest bar, the jobs ran silently for minutes on big collections; a stage name
+    tells the user the run is alive and where the time goes. On a terminal only (rich shows no live
+    status on a pipe or a log file), so scripts and CI logs stay clean."""
+
+    def __init__(self, enabled: bool = True, console=None):
+        self.enabled, self.console = enabled, console
+        self.name = "starting"
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def stage(self, name: str) -> None:
+        self.name = name
+
+    def __enter__(self) -> Stages:
+        if self.enabled:
+            self._thread = threading.Thread(target=self._run, name="kf-stages", daemon=True)
+            self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=2)
+
+    def _run(self) -> None:
+        import time
+
+        t0 = time.monotonic()
+        if self._stop.wait(SHOW_AFTER):
+            return
+        from rich.console import Console
+
+        console = self.console or Console(file=sys.stderr)
+        with console.status("") as status:
+            while not self._stop.wait(0.5):
+                status.update(f"{self.name} · {time.monotonic() - t0:.0f} s")

@@ -1,5 +1,5 @@
 """The one ingest pipeline, shared by ``kafka-forensics ingest`` and ``analyze``: discover the
-inputs, stage DIR, start Spark, ingest, write run.json, swap DIR in, register its catalog.
+inputs, stage DIR, start Spark, ingest (its catalog built alongside), write run.json, swap DIR in.
 
 Discovery (archives extracted into the staging dir) runs before Spark is even imported, so
 unusable input (a missing path, a bad archive, a folder without any log dir) fails in well under
@@ -66,33 +66,36 @@ class Staged:
 def staged_ingest(inputs: list[Path], out: Path, master: str = "local[*]", payloads: bool = False, progress: bool = True,
                   spark: SparkSession | None = None, register: bool = True) -> Iterator[Staged]:
     """Ingest ``inputs`` into a staging sibling of ``out`` and yield it; when the block ends,
-    run.json is written, DIR swapped in (``outdir.staged_output``) and its catalog registered.
+    run.json is written, the catalog completed and DIR swapped in (``outdir.staged_output``).
 
-    ``spark``: a session to reuse (tests, demo); otherwise one is started after discovery. One
-    JVM pins one catalog, so with a reused session the catalog is registered by a fresh process;
-    ``register=False`` leaves it to the first ``sql`` use."""
+    The session opens the staging dir's catalog, which a ``catalog.Registrar`` thread builds while
+    the inputs are parsed and the block's jobs run (see catalog.py). ``spark``: a session to reuse
+    (tests, demo); one JVM pins one catalog, so then the catalog is registered after the swap by a
+    fresh process; ``register=False`` leaves it to the first ``sql`` use."""
     inputs = [Path(p) for p in inputs]
     with staged_output(out) as tmp:
         found = discover_inputs(inputs, tmp)
+        from jobs.store import catalog
         from jobs.store.spark import get_session
 
         from .pipeline import ingest
 
-        session = spark or get_session(master, input_bytes=sum(f.size for f in found.files))
+        size = sum(f.size for f in found.files)
+        own = spark is None and register
+        session = spark or get_session(master, input_bytes=size, catalog_dir=catalog.catalog_dir(tmp) if own else None)
+        registrar = catalog.Registrar(session, tmp, out).start() if own else None
         result = ingest(session, inputs, tmp, payloads=payloads, progress=progress, found=found)
+        if registrar is not None:
+            registrar.add(catalog.table_names(tmp))  # registered while the block's jobs run
         staged = Staged(session, tmp, result, run_info(inputs, master, result))
         yield staged
         staged.write_run_json()
+        if registrar is not None:
+            registrar.finish()
     result.out = Path(out)
     log.info("%d files, %.1f MB, %d brokers in %.1f s -> %s", result.files, result.bytes / 1e6, len(result.brokers),
              result.seconds.get("total", 0), out)
-    if not register:
-        return
-    if spark is None:
-        from jobs.store import catalog
-
-        catalog.register(out, session)
-    else:
+    if register and spark is not None:
         subprocess.run([sys.executable, "-m", "jobs.store.catalog", str(out)], check=False, capture_output=True)
 
 

@@ -2,13 +2,19 @@
 ``DIR/catalog/`` that names every table of ``DIR/tables/``, so ``kafka-forensics sql``, ``spark-sql``
 and pyspark all query them by name.
 
-Why it is a separate step, after the swap: the metastore stores ABSOLUTE table locations, and a
-JVM pins its Derby database at the first catalog use. So ingest/analyze never touch the catalog
-(they build in ``DIR.tmp-<pid>``); once DIR is in place, ``register`` creates a fresh metastore
-pointing at ``DIR/tables/*``. ``registered.json`` records which DIR and tables it was built for;
-``open_catalog`` rebuilds the metastore when that no longer matches (DIR moved or copied, a run
-killed before registering, tables added by a later job). ``spark-sql.conf`` holds the confs for
-``spark-sql --properties-file``.
+Why it is built while DIR is staged, from a background thread: booting a fresh metastore (Derby
+plus DataNucleus creating its schema) and creating thirty tables takes a Spark start's worth of
+seconds, which would otherwise follow the jobs. ``ingest``/``analyze`` open their one session with
+the catalog in the staging dir (``DIR.tmp-<pid>/catalog``) and a ``Registrar`` thread boots it while
+the inputs are parsed, registers the ingested tables while the jobs run and the job tables last,
+each at the location it will have once DIR is swapped in (the metastore stores ABSOLUTE locations;
+Derby itself stores no path, so its folder moves with the swap). Each table is declared with its
+schema, and partitioned tables are read with ``manageFilesourcePartitions`` off (partitions are
+the folders, listed at query time), so nothing needs the files at their final place.
+``registered.json`` records which DIR and tables it was built for; ``open_catalog`` rebuilds the
+metastore when that no longer matches (DIR moved or copied, tables added by a later job), as it
+does for DIRs whose runs shared a session (tests, the demo). ``spark-sql.conf`` holds the confs
+for ``spark-sql --properties-file``.
 
 Derby lets one JVM boot a database at a time, so two ``sql`` runs on one DIR would fail on its lock
 (a Java stack trace, exit 2). The process that opens DIR's catalog first claims it (an flock on
@@ -23,7 +29,9 @@ import fcntl
 import json
 import logging
 import os
+import queue
 import shutil
+import threading
 from pathlib import Path
 
 from pyspark.sql import SparkSession
@@ -106,23 +114,79 @@ def claim(out: Path) -> bool:
     return True
 
 
+def create_table(spark: SparkSession, name: str, files: Path, location: Path) -> None:
+    """(Re)create table ``name`` at ``location``, declared with the schema Spark reads from the
+    Parquet files under ``files`` (the same folder, or its staged copy) and their Hive partitions."""
+    ddl = spark.read.parquet(str(files))._jdf.schema().toDDL()
+    parts = _partition_columns(files)
+    partitioned = f" PARTITIONED BY ({', '.join(f'`{c}`' for c in parts)})" if parts else ""
+    spark.sql(f"DROP TABLE IF EXISTS `{name}`")
+    spark.sql(f"CREATE TABLE `{name}` ({ddl}) USING parquet{partitioned} LOCATION '{_quote(location)}'")
+
+
+def write_marker(cdir: Path, out: Path, names: list[str], home: Path) -> None:
+    """Into catalog folder ``cdir``: ``spark-sql.conf`` (the confs that open it where it will live,
+    ``home``) and ``registered.json``, written last, so a catalog without them is known to be
+    incomplete and is rebuilt."""
+    (cdir / CONF_FILE).write_text("".join(f"{k} {v}\n" for k, v in catalog_confs(home).items()))
+    (cdir / MARKER).write_text(json.dumps({"out": str(Path(out).resolve()), "tables": names}, indent=1))
+
+
 def register_tables(spark: SparkSession, out: Path, cdir: Path | None = None) -> list[str]:
     """(Re)create one external Parquet table per ``DIR/tables/<name>`` in ``spark``'s catalog, which
     must be the one in ``cdir`` (default DIR's: ``get_session(catalog_dir=catalog_dir(out))``)."""
     out = Path(out).resolve()
     names = table_names(out)
     for name in names:
-        location = out / "tables" / name
-        spark.sql(f"DROP TABLE IF EXISTS `{name}`")
-        spark.sql(f"CREATE TABLE `{name}` USING parquet LOCATION '{_quote(location)}'")
-        if _partition_columns(location):
-            spark.sql(f"MSCK REPAIR TABLE `{name}`")
-        pause_point("catalog-registering")  # test-only hook: a metastore with some tables
+        create_table(spark, name, out / "tables" / name, out / "tables" / name)
     cdir = Path(cdir) if cdir is not None else catalog_dir(out)
-    confs = catalog_confs(cdir)
-    (cdir / CONF_FILE).write_text("".join(f"{k} {v}\n" for k, v in confs.items()))
-    (cdir / MARKER).write_text(json.dumps({"out": str(out), "tables": names}, indent=1))
+    write_marker(cdir, out, names, home=cdir)
     return names
+
+
+class Registrar:
+    """Builds DIR's catalog in the staging dir ``tmp`` from a background thread (see the module
+    doc): ``start`` boots the metastore, ``add`` queues tables as they are written, ``finish``
+    registers the rest and waits. ``spark`` must have been started with
+    ``get_session(catalog_dir=catalog_dir(tmp))``; the tables are declared at ``out``'s locations."""
+
+    def __init__(self, spark: SparkSession, tmp: Path, out: Path) -> None:
+        self.spark, self.tmp, self.out = spark, Path(tmp), Path(out).resolve()
+        self.done: list[str] = []
+        self._queue: queue.Queue[str | None] = queue.Queue()
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(target=self._run, name="kf-catalog", daemon=True)
+
+    def start(self) -> Registrar:
+        self._thread.start()
+        return self
+
+    def add(self, names: list[str]) -> None:
+        for name in names:
+            if name not in self.done and (self.tmp / "tables" / name).is_dir():
+                self.done.append(name)
+                self._queue.put(name)
+
+    def finish(self) -> list[str]:
+        """Register every table of the staging dir not registered yet, wait, write the marker."""
+        self.add(table_names(self.tmp))
+        self._queue.put(None)
+        while self._thread.is_alive():
+            self._thread.join(0.2)  # (a short wait, so Ctrl-C reaches the main thread at once)
+        if self._error is not None:
+            raise self._error
+        pause_point("catalog-registering")  # test-only hook: a metastore with every table, no marker
+        names = sorted(self.done)
+        write_marker(catalog_dir(self.tmp), self.out, names, home=catalog_dir(self.out))
+        return names
+
+    def _run(self) -> None:
+        try:
+            self.spark.sql("SHOW DATABASES").collect()  # boots Derby and creates the metastore's schema
+            while (name := self._queue.get()) is not None:
+                create_table(self.spark, name, self.tmp / "tables" / name, self.out / "tables" / name)
+        except BaseException as exc:  # handed to the main thread by ``finish``
+            self._error = exc
 
 
 def _quote(path: Path) -> str:
@@ -154,11 +218,9 @@ def open_catalog(out: Path, master: str = "local[*]") -> SparkSession:
     return spark
 
 
-def register(out: Path, spark: SparkSession | None = None) -> None:
-    """Build DIR's catalog after the swap. A running session without the catalog (the one that
-    ingested) is stopped first: the next one in this JVM starts with Hive support on DIR."""
-    if spark is not None:
-        spark.stop()
+def register(out: Path) -> None:
+    """Build DIR's catalog in this process (a fresh JVM): for a DIR whose run shared a session
+    that had no catalog of its own (tests, the demo)."""
     if not claim(out) or in_use(out):
         log.warning("%s: its catalog is open in another process; the next sql rebuilds it", out)
         return

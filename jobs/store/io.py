@@ -21,15 +21,20 @@ def table_path(out: Path, name: str) -> Path:
 
 
 def read_table(spark: SparkSession, out: Path, name: str) -> DataFrame:
-    """Table ``name`` of an output DIR, without needing the catalog (an empty table if absent)."""
-    path = table_path(out, name)
-    if not path.is_dir() or not (any(path.glob("*.parquet")) or any(path.glob("*=*"))):
-        if name in ALL_TABLES:
-            from pyspark.sql.pandas.types import from_arrow_schema
+    """Table ``name`` of an output DIR, without needing the catalog (an empty table if absent).
 
-            return spark.createDataFrame([], from_arrow_schema(schema_of(name)))
+    An ingested table is read with the schema it was written with: Spark then needs no job to
+    infer it from the files' footers (a job per table, most of a small analysis's reading)."""
+    from pyspark.sql.pandas.types import from_arrow_schema
+
+    path = table_path(out, name)
+    known = from_arrow_schema(schema_of(name)) if name in ALL_TABLES else None
+    if not path.is_dir() or not (any(path.glob("*.parquet")) or any(path.glob("*=*"))):
+        if known is not None:
+            return spark.createDataFrame([], known)
         raise FileNotFoundError(f"no table {name!r} in {out}")
-    return spark.read.parquet(str(path))
+    reader = spark.read if known is None else spark.read.schema(known)
+    return reader.parquet(str(path))
 
 
 def write_table(df: DataFrame, out: Path, name: str, partition_by: list[str] | None = None) -> Path:

@@ -39,6 +39,9 @@ def catalog_confs(catalog_dir: Path) -> dict[str, str]:
         "spark.sql.catalogImplementation": "hive",
         "spark.sql.warehouse.dir": str(catalog_dir / "warehouse"),
         "spark.hadoop.javax.jdo.option.ConnectionURL": f"jdbc:derby:{catalog_dir / 'metastore_db'};create=true",
+        # partitioned tables (records, batches: by topic) list their partition folders at query
+        # time, so registering them needs no MSCK REPAIR and no files at their final place yet
+        "spark.sql.hive.manageFilesourcePartitions": "false",
         "spark.driver.extraJavaOptions": java_opts,
     }
 
