@@ -4,6 +4,7 @@ jobs/ and the report, and turn bad usage or unusable input into exit 2 with one 
 from __future__ import annotations
 
 import contextlib
+import json
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -234,6 +235,39 @@ def demo(
     except (demo_mod.DemoError, ValueError, FileExistsError) as exc:
         raise fail(str(exc)) from None
     raise typer.Exit(code)
+
+
+SALVAGE_FORMATS = ("text", "json")
+
+
+@app.command()
+def salvage(
+    out: Annotated[Path, typer.Argument(metavar="DIR", help="An output directory written by analyze (findings.json, tables/files).")],
+    file: Annotated[str, typer.Option("--out", metavar="FILE", help="Where the JSON Lines go (written atomically; never '-': "
+                                      "payloads are not printed).")],
+    topic: Annotated[str | None, typer.Option("--topic", help="Only this topic.")] = None,
+    partition: Annotated[int | None, typer.Option("--partition", help="Only this partition.")] = None,
+    format: Annotated[str, typer.Option("--format", metavar="text|json", help="text: the summary line on stderr; json: the "
+                                        "summary (out, records, findings, left_out) on stdout too.")] = "text",
+) -> None:
+    """Export every record of a lost or divergent range that a replica still holds, as JSON Lines ready to replay.
+
+    Re-reads the segments read-only and refuses (exit 2) if one changed since DIR was analyzed.
+    Leaves out what the surviving log holds identically, aborted transactional and control records.
+
+    Example: kafka-forensics salvage incident-42 --out salvage.jsonl --topic orders
+    """
+    from .salvage import SalvageError, run_salvage
+
+    if format not in SALVAGE_FORMATS:
+        raise fail(f"--format must be one of {', '.join(SALVAGE_FORMATS)}")
+    try:
+        done = run_salvage(out, file, topic=topic, partition=partition)
+    except SalvageError as exc:
+        raise fail(str(exc)) from None
+    print(f"kafka-forensics: {done.text()}", file=sys.stderr)
+    if format == "json":
+        print(json.dumps(done.to_json()))
 
 
 @app.callback()
