@@ -74,6 +74,9 @@ SQL_FORMATS = ("table", "json", "csv")  # analyzer.sql.FORMATS (not imported her
 ReportFormat = format_option(REPORT_FORMATS, "What to print: text (terminal summary), json (findings.json) or html "
                                              "(the path of DIR/report.html).")
 SqlFormat = format_option(SQL_FORMATS, "table, json (JSON Lines) or csv.")
+SALVAGE_FORMATS = ("text", "json")
+SalvageFormat = format_option(SALVAGE_FORMATS, "text: the summary line on stderr; json: the summary (out, records, findings, "
+                                               "left_out) on stdout too.")
 FailOn = Annotated[str, typer.Option("--fail-on", metavar="error|warning|info",
                                      help="Exit 1 when a finding is at or above this severity.")]
 
@@ -237,9 +240,6 @@ def demo(
     raise typer.Exit(code)
 
 
-SALVAGE_FORMATS = ("text", "json")
-
-
 @app.command()
 def salvage(
     out: Annotated[Path, typer.Argument(metavar="DIR", help="An output directory written by analyze (findings.json, tables/files).")],
@@ -247,8 +247,7 @@ def salvage(
                                       "payloads are not printed).")],
     topic: Annotated[str | None, typer.Option("--topic", help="Only this topic.")] = None,
     partition: Annotated[int | None, typer.Option("--partition", help="Only this partition.")] = None,
-    format: Annotated[str, typer.Option("--format", metavar="text|json", help="text: the summary line on stderr; json: the "
-                                        "summary (out, records, findings, left_out) on stdout too.")] = "text",
+    format: SalvageFormat = "text",
 ) -> None:
     """Export every record of a lost or divergent range that a replica still holds, as JSON Lines ready to replay.
 
