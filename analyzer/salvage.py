@@ -21,6 +21,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from parsers import segment
@@ -48,7 +49,7 @@ class Salvaged:
 
     def text(self) -> str:
         left = ", ".join(f"{n} {LEFT_OUT[k]}" for k, n in sorted(self.left_out.items()) if n)
-        return (f"salvaged {self.records} records of {len(self.findings)} findings into {self.out}"
+        return (f"salvaged {self.records} records of {len(self.findings)} finding{'s' * (len(self.findings) != 1)} into {self.out}"
                 + (f"; left out: {left}" if left else ""))
 
     def to_json(self) -> dict:
@@ -125,7 +126,10 @@ def read_replica(segs: list[dict], where: dict[str, str], first: int, last: int,
         with verified(s, where) as fb:
             for piece in segment.iter_parse(fb.data, s["path"], records=True, payloads=payloads, headers=payloads):
                 bt = {b["position"]: b for b in piece.table.to_pylist()}
-                for r in piece.extra["records"].to_pylist():
+                rt = piece.extra["records"]
+                wanted = pc.or_(pc.and_(pc.greater_equal(rt["offset"], first), pc.less_equal(rt["offset"], last)),
+                                pc.is_valid(rt["control_type"]))  # the range, and every marker (aborts)
+                for r in rt.filter(wanted).to_pylist():
                     b = bt[r["batch_position"]]
                     if b.get("control_type") is None and b["is_control"]:
                         b["control_type"] = r["control_type"]
@@ -212,17 +216,25 @@ def write_atomically(out: Path, lines: list[dict]) -> None:
         raise
 
 
-def collect(ranges: list[SalvageRange], segs: dict[tuple, list[dict]], where: dict[str, str]) -> tuple[dict, dict]:
-    """The holders' records (with payloads) and the references' contents over every range."""
-    held: dict[tuple, list[dict]] = defaultdict(list)
-    refs: dict[tuple, dict[int, tuple]] = defaultdict(dict)
+def spans(ranges: list[SalvageRange]) -> dict[tuple, list]:
+    """Per replica to read, [first, last, payloads]: the offsets every range needs of it, so each
+    replica is read once (with payloads when it holds records to export)."""
+    out: dict[tuple, list] = {}
     for r in ranges:
-        for broker in r.holders:
-            held[(r.topic, r.partition, broker)] += read_replica(segs.get((r.topic, r.partition, broker), []), where,
-                                                                 r.first_offset, r.last_offset, payloads=True)
-        for broker in r.references:
-            for rec in read_replica(segs.get((r.topic, r.partition, broker), []), where, r.first_offset, r.last_offset, payloads=False):
-                refs[(r.topic, r.partition, broker)][rec["offset"]] = content(rec)
+        for broker, payloads in [*((b, True) for b in r.holders), *((b, False) for b in r.references)]:
+            span = out.setdefault((r.topic, r.partition, broker), [r.first_offset, r.last_offset, payloads])
+            span[0], span[1], span[2] = min(span[0], r.first_offset), max(span[1], r.last_offset), span[2] or payloads
+    return out
+
+
+def collect(ranges: list[SalvageRange], segs: dict[tuple, list[dict]], where: dict[str, str]) -> tuple[dict, dict]:
+    """The holders' records (with payloads) and every replica's contents (by offset) over the ranges."""
+    held: dict[tuple, list[dict]] = {}
+    refs: dict[tuple, dict[int, tuple]] = {}
+    for key, (first, last, payloads) in spans(ranges).items():
+        recs = read_replica(segs.get(key, []), where, first, last, payloads)
+        held[key] = recs
+        refs[key] = {rec["offset"]: content(rec) for rec in recs if not rec["is_control"]}
     return held, refs
 
 

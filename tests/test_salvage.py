@@ -1,8 +1,10 @@
 """``salvage``: the records a replica still holds of a lost or divergent range, judged by Kafka's own
-reader (kafka-dump-log) and by the producers' ledger, never by our parser alone.
+reader (kafka-dump-log, also of the .txnindex) and by the producers' ledger, never by our parser alone.
 
-Inputs: the simulator's acks-all-min-isr-1 (broker 1 acked 90 records alone; brokers 2 and 3 wrote
-other records at 120-179: loss and divergence, salvageable from broker 1) and the real Kafka 3.6.2
+Inputs: a simulated cluster (``story``): topic ``am`` is the acks-all-min-isr-1 scenario (broker 1
+acked 90 records alone, brokers 2 and 3 then wrote other records at 120-179: loss and divergence,
+salvageable from broker 1); topic ``tx`` has, in broker 1's lone window, an aborted transaction, a
+committed one and plain records, where broker 2 then wrote other records. And the real Kafka 3.6.2
 cluster after an unclean election whose old leader truncated (200 acked records lost and held by no
 replica: nothing to salvage). Each is analyzed once per module.
 """
@@ -23,22 +25,50 @@ from analyzer.salvageable import SalvageRange, aborted_batches, salvage_ranges, 
 from parsers import segment
 from parsers.common import FileBytes
 from parsers.default_records import record_headers
-from sample_data.scenarios import generate
+from sample_data.sim.cluster import LAG_TIME_MAX_MS, Cluster, Size
+from sample_data.sim.materialize import materialize
 
-SCENARIO = "acks-all-min-isr-1"
+TOPICS = ("am", "tx")
 
 
-def salvage(*args: str) -> subprocess.CompletedProcess:
+def salvage(*args) -> subprocess.CompletedProcess:
     """The command as a user runs it (its own process: stdout, stderr and exit code as they are)."""
     return subprocess.run([sys.executable, "-m", "analyzer.cli", "salvage", *map(str, args)], capture_output=True, text=True,
                           cwd=REPO, timeout=300)
 
 
+def story(out):
+    """acks-all-min-isr-1's steps (sample_data/scenarios.py) on ``am``, with transactions on ``tx``."""
+    c, size = Cluster([1, 2, 3], seed=0), Size()
+    for t in TOPICS:
+        c.create_topic(t, 1, 3, min_isr=1)
+    c.produce("am", 0, 120)
+    c.produce("tx", 0, 40)
+    c.fetch(3)
+    c.produce("am", 0, 90)  # followers stalled: acked once the ISR shrinks to broker 1
+    c.produce("tx", 0, 20, acks="1", producer_id=1000, transactional=True)
+    c.write_marker("tx", 0, 1000, "abort")
+    c.produce("tx", 0, 20, acks="1", producer_id=1001, transactional=True)
+    c.write_marker("tx", 0, 1001, "commit")
+    c.produce("tx", 0, 10, acks="1")
+    c.advance(LAG_TIME_MAX_MS + 1_000)
+    c.crash(1)
+    for t in TOPICS:
+        c.elect(t, 0, 2, unclean=True)
+    c.produce("am", 0, 60)
+    c.produce("tx", 0, 30)
+    c.fetch(3)
+    c.collect()
+    materialize(c, out, size)
+    (out / "ledger.jsonl").write_text("".join(json.dumps(r) + "\n" for r in c.ledger), encoding="utf-8")
+    return out
+
+
 @pytest.fixture(scope="module")
 def sim(spark, tmp_path_factory):
-    """acks-all-min-isr-1 generated and analyzed once (with its ledger)."""
+    """The story written and analyzed once (with its ledger)."""
     root = tmp_path_factory.mktemp("salvage-sim")
-    data = generate(SCENARIO, root / "data")
+    data = story(root / "data")
     build([data], root / "out", ledger=data / "ledger.jsonl", spark=spark, progress=False, register_catalog=False)
     return data, root / "out"
 
@@ -52,27 +82,73 @@ def salvaged(sim, tmp_path_factory):
     return res, read_jsonl(dest)
 
 
+def _dump_fields(text: str) -> dict[str, str]:
+    words = text.split()
+    return {k.rstrip(":"): v for k, v in zip(words[0::2], words[1::2], strict=False)}
+
+
 @pytest.fixture(scope="module")
 def kafka_dump(sim, dump_log):
-    """kafka-dump-log --deep-iteration --print-data-log over broker 1's and 2's segments of am-0, in
-    one JVM: {broker: [record fields]} (the simulator's keys are ASCII, so the printed key is its bytes)."""
+    """kafka-dump-log --deep-iteration --print-data-log over brokers 1 and 2's segments and broker 1's
+    .txnindex of both topics, in one JVM: ({(broker, topic): [records]}, {topic: [(producer, first, last)]}
+    aborted per the .txnindex). The simulator's keys are ASCII: the printed key is its bytes."""
     data, _ = sim
-    paths = {b: sorted((data / f"broker-{b}" / "am-0").glob("*.log")) for b in (1, 2)}
-    files = ",".join(str(p) for b in paths for p in paths[b])
-    out = subprocess.run([str(dump_log.script), "--deep-iteration", "--print-data-log", "--files", files],
+    files = [p for b in (1, 2) for t in TOPICS for p in sorted((data / f"broker-{b}" / f"{t}-0").glob("*.log"))]
+    files += [p for t in TOPICS for p in sorted((data / "broker-1" / f"{t}-0").glob("*.txnindex"))]
+    out = subprocess.run([str(dump_log.script), "--deep-iteration", "--print-data-log", "--files", ",".join(map(str, files))],
                          capture_output=True, text=True, timeout=300, errors="replace")
     assert out.returncode == 0, out.stderr[-2000:]
-    recs: dict[int, list[dict]] = {1: [], 2: []}
-    broker = None
+    recs: dict[tuple, list[dict]] = {}
+    aborted: dict[str, list[tuple]] = {t: [] for t in TOPICS}
+    where = batch = None
     for line in out.stdout.splitlines():
         if line.startswith("Dumping "):
-            broker = 1 if "/broker-1/" in line else 2
+            broker, topic = int(line.split("/broker-")[1].split("/")[0]), line.split("/")[-2][:-2]
+            where = recs.setdefault((broker, topic), [])
+        elif line.startswith("baseOffset: "):
+            batch = _dump_fields(line)
+        elif line.startswith("version: ") and "firstOffset:" in line:
+            f = _dump_fields(line)
+            aborted[topic].append((int(f["producerId"]), int(f["firstOffset"]), int(f["lastOffset"])))
         elif line.startswith("| offset: "):
-            head, key = line[2:].split(" key: ", 1)[0], line.split(" key: ", 1)[1].split(" payload: ", 1)[0]
-            f = dict(zip(head.split()[0::2], head.split()[1::2], strict=False))
-            recs[broker].append({"offset": int(f["offset:"]), "keySize": int(f["keySize:"]), "valueSize": int(f["valueSize:"]),
-                                 "sequence": int(f["sequence:"]), "key_sha256": hashlib.sha256(key.encode()).hexdigest()})
-    return recs
+            head, _, key = line[2:].partition(" key: ")
+            f = _dump_fields(head.split(" headerKeys: ")[0])
+            where.append({"offset": int(f["offset"]), "keySize": int(f["keySize"]), "valueSize": int(f["valueSize"]),
+                          "sequence": int(f["sequence"]), "producer_id": int(batch["producerId"]),
+                          "marker": "endTxnMarker:" in head,
+                          "key_sha256": hashlib.sha256(key.split(" payload: ")[0].encode()).hexdigest() if key else None})
+    return recs, aborted
+
+
+def _salvageable_offsets(out) -> dict[str, set[int]]:
+    """Per topic, the offsets of the findings that name broker 1 for salvage."""
+    doc = json.loads((out / "findings.json").read_text())
+    got: dict[str, set[int]] = {t: set() for t in TOPICS}
+    for f in doc["findings"]:
+        if f["salvage_brokers"] == [1]:
+            got[f["topic"]] |= set(range(f["first_offset"], f["last_offset"] + 1))
+    return got
+
+
+def _expected(sim, kafka_dump) -> tuple[dict[str, list[dict]], dict[str, int]]:
+    """Per topic, broker 1's records (kafka-dump-log) at the salvageable offsets less markers,
+    aborted ones (the .txnindex) and those broker 2 holds with the same key; and those counts."""
+    recs, aborted = kafka_dump
+    cover = _salvageable_offsets(sim[1])
+    want, left = {}, {"aborted": 0, "control": 0}
+    for t in TOPICS:
+        kept = {(r["offset"], r["key_sha256"]) for r in recs[(2, t)]}
+        want[t] = []
+        for r in recs[(1, t)]:
+            if r["offset"] not in cover[t]:
+                continue
+            if r["marker"]:
+                left["control"] += 1
+            elif any(p == r["producer_id"] and a <= r["offset"] <= b for p, a, b in aborted[t]):
+                left["aborted"] += 1
+            elif (r["offset"], r["key_sha256"]) not in kept:
+                want[t].append(r)
+    return want, left
 
 
 def test_divergence_names_the_surviving_log_candidates_and_the_salvage_broker(sim):
@@ -80,46 +156,56 @@ def test_divergence_names_the_surviving_log_candidates_and_the_salvage_broker(si
     divergence names no surviving broker, and broker 1 (no candidate) as where its version lies."""
     _, out = sim
     doc = json.loads((out / "findings.json").read_text())
-    [div] = [f for f in doc["findings"] if f["kind"] == "replica_divergence"]
+    [div] = [f for f in doc["findings"] if f["kind"] == "replica_divergence" and f["topic"] == "am"]
     assert (div["brokers"], div["surviving_broker"], div["salvage_brokers"]) == ([1, 2, 3], None, [1])
 
 
 def test_salvage_equals_what_kafka_reads_on_the_holder(salvaged, kafka_dump, sim):
-    """Every record broker 1 holds at the lost offsets 120-209, as kafka-dump-log reads them:
-    offsets, key hashes, value sizes, sequences; the payload decodes to bytes of the stated hash."""
+    """Every record broker 1 holds at the salvageable offsets as kafka-dump-log reads them (offsets,
+    key hashes, value sizes, sequences), less markers and aborted transactions (Kafka's .txnindex);
+    the payload decodes to bytes of the stated hash; the left-out counts are Kafka's."""
     res, lines = salvaged
-    want = [r for r in kafka_dump[1] if 120 <= r["offset"] <= 209]
-    assert len(want) == 90
-    assert [ln["offset"] for ln in lines] == [r["offset"] for r in want]
-    for ln, r in zip(lines, want, strict=True):
-        value = base64.b64decode(ln["value"])
-        key = base64.b64decode(ln["key"])
-        assert hashlib.sha256(value).hexdigest() == ln["value_sha256"] and len(value) == r["valueSize"]
-        assert hashlib.sha256(key).hexdigest() == ln["key_sha256"] == r["key_sha256"]
-        assert (ln["sequence"], ln["broker"], ln["topic"], ln["partition"]) == (r["sequence"], 1, "am", 0)
-        assert ln["path"].startswith("broker-1/am-0/") and ln["headers"] == []
+    want, left = _expected(sim, kafka_dump)
+    assert len(want["am"]) == 90 and len(want["tx"]) == 30 and left == {"aborted": 20, "control": 1}
+    for t in TOPICS:
+        mine = [ln for ln in lines if ln["topic"] == t]
+        assert [ln["offset"] for ln in mine] == [r["offset"] for r in want[t]]
+        for ln, r in zip(mine, want[t], strict=True):
+            value, key = base64.b64decode(ln["value"]), base64.b64decode(ln["key"])
+            assert hashlib.sha256(value).hexdigest() == ln["value_sha256"] and len(value) == r["valueSize"]
+            assert hashlib.sha256(key).hexdigest() == ln["key_sha256"] == r["key_sha256"]
+            assert (ln["sequence"], ln["producer_id"], ln["broker"], ln["partition"]) == (r["sequence"], r["producer_id"], 1, 0)
+            assert ln["is_transactional"] == (r["producer_id"] >= 0) and ln["path"].startswith(f"broker-1/{t}-0/")
+            assert ln["headers"] == []
     summary = json.loads(res.stdout)
-    assert summary["records"] == 90 and res.stderr.count("\n") == 1 and "salvaged 90 records" in res.stderr
+    assert summary["records"] == 120 and summary["left_out"] == left
+    assert res.stderr.count("\n") == 1 and "salvaged 120 records" in res.stderr and "20 aborted" in res.stderr
     assert set(summary["findings"]) == {ln["finding_id"] for ln in lines}
     assert not any(ln["value"] in res.stdout + res.stderr for ln in lines), "payloads go only to FILE"
 
 
 def test_salvage_is_the_acked_records_the_surviving_log_lost(salvaged, kafka_dump, sim):
-    """The producers' ledger: the acked records at 120-209 whose key broker 2 (a surviving-log
-    candidate) does not hold at that offset are exactly the salvaged ones, value hashes included."""
-    data, _ = sim
+    """The producers' ledger: the acked records at the salvageable offsets that broker 2 (a
+    surviving-log candidate) does not hold, outside aborted transactions, are exactly the salvaged
+    ones, value hashes included."""
+    data, out = sim
     _, lines = salvaged
-    kept = {(r["offset"], r["key_sha256"]) for r in kafka_dump[2]}
-    ledger = [r for r in read_jsonl(data / "ledger.jsonl") if r["topic"] == "am" and 120 <= r["offset"] <= 209]
-    lost = {(r["offset"], r["key_sha256"], r["value_sha256"]) for r in ledger if (r["offset"], r["key_sha256"]) not in kept}
-    assert len(lost) == 90
-    assert {(ln["offset"], ln["key_sha256"], ln["value_sha256"]) for ln in lines} == lost
+    recs, aborted = kafka_dump
+    cover = _salvageable_offsets(out)
+    for t in TOPICS:
+        kept = {(r["offset"], r["key_sha256"]) for r in recs[(2, t)]}
+        ledger = [r for r in read_jsonl(data / "ledger.jsonl") if r["topic"] == t and r["offset"] in cover[t]
+                  and not any(a <= r["offset"] <= b for _, a, b in aborted[t])]
+        lost = {(r["offset"], r["key_sha256"], r["value_sha256"]) for r in ledger if (r["offset"], r["key_sha256"]) not in kept}
+        assert len(lost) == {"am": 90, "tx": 30}[t]
+        assert {(ln["offset"], ln["key_sha256"], ln["value_sha256"]) for ln in lines if ln["topic"] == t} == lost
 
 
 def test_topic_and_partition_filters(sim, tmp_path):
     _, out = sim
-    ok = salvage(out, "--out", tmp_path / "a.jsonl", "--topic", "am", "--partition", "0")
-    assert ok.returncode == 0 and len(read_jsonl(tmp_path / "a.jsonl")) == 90
+    ok = salvage(out, "--out", tmp_path / "a.jsonl", "--topic", "tx", "--partition", "0")
+    assert ok.returncode == 0 and {ln["topic"] for ln in read_jsonl(tmp_path / "a.jsonl")} == {"tx"}
+    assert "salvaged 30 records" in ok.stderr
     for args in (("--topic", "other"), ("--partition", "1")):
         res = salvage(out, "--out", tmp_path / "b.jsonl", *args)
         assert res.returncode == 2 and res.stderr.startswith("kafka-forensics: nothing to salvage") and res.stderr.count("\n") == 1
