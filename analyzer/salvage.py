@@ -15,6 +15,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
+import logging
 import os
 import tempfile
 from collections import defaultdict
@@ -89,6 +90,8 @@ def input_files(doc: dict, work: Path) -> dict[str, str]:
     findings.json names exactly as ``ingest`` did."""
     from jobs.ingest.discover import discover_inputs
 
+    # what discovery warns about (a log dir without meta.properties...) was said by analyze already
+    logging.getLogger("jobs.ingest").setLevel(logging.ERROR)
     paths = (doc.get("input") or {}).get("paths") or []
     if not paths:
         raise SalvageError("findings.json names no input paths: cannot re-read the records")
