@@ -4,6 +4,7 @@ jobs/ and the report, and turn bad usage or unusable input into exit 2 with one 
 from __future__ import annotations
 
 import contextlib
+import json
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -72,6 +73,9 @@ SQL_FORMATS = ("table", "json", "csv")  # analyzer.sql.FORMATS (not imported her
 ReportFormat = format_option(REPORT_FORMATS, "What to print: text (terminal summary), json (findings.json) or html "
                                              "(the path of DIR/report.html).")
 SqlFormat = format_option(SQL_FORMATS, "table, json (JSON Lines) or csv.")
+SALVAGE_FORMATS = ("text", "json")
+SalvageFormat = format_option(SALVAGE_FORMATS, "text: the summary line on stderr; json: the summary (out, records, findings, "
+                                               "left_out) on stdout too.")
 FailOn = Annotated[str, typer.Option("--fail-on", metavar="error|warning|info",
                                      help="Exit 1 when a finding is at or above this severity.")]
 
@@ -233,6 +237,35 @@ def demo(
     except (demo_mod.DemoError, ValueError, FileExistsError) as exc:
         raise fail(str(exc)) from None
     raise typer.Exit(code)
+
+
+@app.command()
+def salvage(
+    out: Annotated[Path, typer.Argument(metavar="DIR", help="An output directory written by analyze (findings.json, tables/files).")],
+    file: Annotated[str, typer.Option("--out", metavar="FILE", help="Where the JSON Lines go (written atomically; never '-': "
+                                      "payloads are not printed).")],
+    topic: Annotated[str | None, typer.Option("--topic", help="Only this topic.")] = None,
+    partition: Annotated[int | None, typer.Option("--partition", help="Only this partition.")] = None,
+    format: SalvageFormat = "text",
+) -> None:
+    """Export every record of a lost or divergent range that a replica still holds, as JSON Lines ready to replay.
+
+    Re-reads the segments read-only and refuses (exit 2) if one changed since DIR was analyzed.
+    Leaves out what the surviving log holds identically, aborted transactional and control records.
+
+    Example: kafka-forensics salvage incident-42 --out salvage.jsonl --topic orders
+    """
+    from .salvage import SalvageError, run_salvage
+
+    if format not in SALVAGE_FORMATS:
+        raise fail(f"--format must be one of {', '.join(SALVAGE_FORMATS)}")
+    try:
+        done = run_salvage(out, file, topic=topic, partition=partition)
+    except SalvageError as exc:
+        raise fail(str(exc)) from None
+    print(f"kafka-forensics: {done.text()}", file=sys.stderr)
+    if format == "json":
+        print(json.dumps(done.to_json()))
 
 
 @app.callback()

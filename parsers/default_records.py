@@ -41,6 +41,7 @@ from . import _kernels as K
 from .codecs import CODEC_MASK, CODEC_NONE, CodecError, decompress
 from .common import Problem
 from .headers import H
+from .kafka_messages import MessageError, read_uvarint
 
 TIMESTAMP_TYPE_MASK = 0x08
 TRANSACTIONAL_MASK = 0x10
@@ -188,7 +189,36 @@ def _decode(src, bidx, starts, ends, h, cols, positions, problems, in_file):
         "value_pos": vpos,
         "value_len": vlen,
         "headers": out[:, 8],
+        "header_pos": out[:, 9],
+        "header_len": out[:, 10],
         "control_type": ctype_name,
         "coordinator_epoch": pa.array(cepoch.astype(np.int32), mask=~cval),
         "position": pa.array(out[:, 3], mask=np.full(n, not in_file)),
     }
+
+
+def record_headers(data: bytes, count: int) -> list[tuple[str, bytes | None]]:
+    """The ``count`` headers of one record from its header bytes (``segment.HEADER_BYTES_FIELD``),
+    as ``DefaultRecord.readHeaders`` reads them: a Varint key length and UTF-8 key, then a Varint
+    value length (-1 = null) and the value. The kernel already checked the bounds when it decoded
+    the record; a short or negative length still raises ``MessageError`` rather than guess."""
+    out: list[tuple[str, bytes | None]] = []
+    pos, n = 0, len(data)
+    for _ in range(count):
+        klen, pos = _varint(data, pos, n)
+        if klen < 0 or pos + klen > n:
+            raise MessageError(f"header key length {klen} at byte {pos} of {n}", pos)
+        key = bytes(data[pos : pos + klen]).decode("utf-8", errors="replace")
+        pos += klen
+        vlen, pos = _varint(data, pos, n)
+        if vlen > 0 and pos + vlen > n:
+            raise MessageError(f"header value length {vlen} at byte {pos} of {n}", pos)
+        out.append((key, None if vlen < 0 else bytes(data[pos : pos + vlen])))
+        pos += max(vlen, 0)
+    return out
+
+
+def _varint(data, pos: int, n: int) -> tuple[int, int]:
+    """ByteUtils.readVarint: a zig-zag encoded signed 32-bit int."""
+    raw, pos = read_uvarint(data, pos, n)
+    return (raw >> 1) ^ -(raw & 1), pos

@@ -104,6 +104,8 @@ def _piece(src, batch_index, msg_pos, magic, offsets, timestamps, klen, vpos, vl
         "value_pos": vpos,
         "value_len": vlen,
         "headers": np.zeros(m, np.int64),
+        "header_pos": np.zeros(m, np.int64),  # v0/v1 messages have no headers
+        "header_len": np.zeros(m, np.int64),
         "control_type": pa.nulls(m, pa.string()),
         "coordinator_epoch": pa.nulls(m, pa.int32()),
         "position": pa.array(msg_pos, mask=np.full(m, not in_file)),

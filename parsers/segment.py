@@ -77,10 +77,13 @@ RECORD_SCHEMA = pa.schema(
     ]
 )
 PAYLOAD_FIELDS = [pa.field("key", pa.binary()), pa.field("value", pa.binary())]
+# a record's headers as stored (``[Varint key length, key, Varint value length, value]`` after the
+# count; ``default_records.record_headers`` decodes them): asked for by ``salvage``, which replays them
+HEADER_BYTES_FIELD = pa.field("header_bytes", pa.binary())
 
 
-def record_schema(payloads: bool = False) -> pa.Schema:
-    return pa.schema(list(RECORD_SCHEMA) + (PAYLOAD_FIELDS if payloads else []))
+def record_schema(payloads: bool = False, headers: bool = False) -> pa.Schema:
+    return pa.schema(list(RECORD_SCHEMA) + (PAYLOAD_FIELDS if payloads else []) + ([HEADER_BYTES_FIELD] if headers else []))
 
 
 def parse(data, path: str, records: bool = False, payloads: bool = False) -> Parsed:
@@ -96,9 +99,10 @@ def parse(data, path: str, records: bool = False, payloads: bool = False) -> Par
 
 
 def iter_parse(
-    data, path: str, records: bool = False, payloads: bool = False, chunk_bytes: int = CHUNK_BYTES
+    data, path: str, records: bool = False, payloads: bool = False, chunk_bytes: int = CHUNK_BYTES, headers: bool = False
 ) -> Iterator[Parsed]:
-    """Yield Parsed pieces, one per ~chunk_bytes of segment, in file order."""
+    """Yield Parsed pieces, one per ~chunk_bytes of segment, in file order. ``headers``: records
+    also carry their header bytes (``HEADER_BYTES_FIELD``)."""
     buf = np.frombuffer(data, dtype=np.uint8) if len(data) else np.zeros(0, np.uint8)
     end = buf.shape[0]
     pos = 0
@@ -112,7 +116,7 @@ def iter_parse(
         positions = out_pos[:n].copy()
         sizes = out_size[:n].copy()
         problems: list[Problem] = []
-        batches, recs, prev_last = _decode_chunk(buf, positions, sizes, records, payloads, problems, prev_last)
+        batches, recs, prev_last = _decode_chunk(buf, positions, sizes, records, payloads, problems, prev_last, headers)
         if stop != K.STOP_LIMIT:
             _stop_problem(buf, nxt, end, stop, problems)
         piece = Parsed(batches, problems_table(path, problems))
@@ -217,7 +221,7 @@ def _impossible_first_header(buf: np.ndarray, end: int) -> str | None:
     return None
 
 
-def _decode_chunk(buf, positions, sizes, records, payloads, problems, prev_last):
+def _decode_chunk(buf, positions, sizes, records, payloads, problems, prev_last, headers=False):
     n = positions.shape[0]
     h = np.zeros((n, HEADER_COLUMNS), np.int64)
     K.read_headers(buf, positions, sizes, BIG_CRC, K.CRC32C_TABLE, K.CRC32_TABLE, h)
@@ -269,7 +273,7 @@ def _decode_chunk(buf, positions, sizes, records, payloads, problems, prev_last)
     if records:
         pieces = default_records.records(buf, h, positions, sizes, is_v2, cols, problems) + legacy_pieces
         pieces = [p for p in pieces if len(p["batch_index"])]
-        recs = _records_table(pieces, positions, payloads)
+        recs = _records_table(pieces, positions, payloads, headers)
     problems.sort(key=lambda pr: pr.position)
     return table, recs, prev_last
 
@@ -341,7 +345,7 @@ def gather_binary(src: np.ndarray, pos: np.ndarray, length: np.ndarray) -> pa.Ar
     )
 
 
-def _records_table(pieces, positions, payloads) -> pa.Table:
+def _records_table(pieces, positions, payloads, headers=False) -> pa.Table:
     """Stitch record pieces (file bytes, decompressed bytes) back into file order, hash them."""
     cols = []
     for pc_ in pieces:
@@ -367,9 +371,11 @@ def _records_table(pieces, positions, payloads) -> pa.Table:
         if payloads:
             t["key"] = gather_binary(src, pc_["key_pos"], pc_["key_len"])
             t["value"] = gather_binary(src, pc_["value_pos"], pc_["value_len"])
-        cols.append((pc_["batch_index"], pa.table(t, schema=record_schema(payloads))))
+        if headers:
+            t["header_bytes"] = gather_binary(src, pc_["header_pos"], pc_["header_len"])
+        cols.append((pc_["batch_index"], pa.table(t, schema=record_schema(payloads, headers))))
     if not cols:
-        return record_schema(payloads).empty_table()
+        return record_schema(payloads, headers).empty_table()
     keys = np.concatenate([c[0] for c in cols])
     table = pa.concat_tables([c[1] for c in cols])
     if keys.size < 2 or (np.diff(keys) >= 0).all():

@@ -43,9 +43,10 @@ def test_shared_options_are_one_declaration():
     masters = {name: _option(c, "--master") for name, c in cmds.items() if _option(c, "--master")}
     assert set(masters) >= {"ingest", "sql", "analyze"}
     assert len({(p.help, p.metavar, p.default) for p in masters.values()}) == 1
-    outs = [_option(c, "--out") for c in cmds.values() if _option(c, "--out")]
+    outs = [_option(c, "--out") for name, c in cmds.items() if _option(c, "--out") and name != "salvage"]
     assert len(outs) >= 3 and {p.metavar for p in outs} == {"DIR"}
-    accepted = {"analyze": REPORT_FORMATS, "report": REPORT_FORMATS, "sql": SQL_FORMATS}
+    assert _option(cmds["salvage"], "--out").metavar == "FILE"  # the contract: salvage DIR --out FILE
+    accepted = {"analyze": REPORT_FORMATS, "report": REPORT_FORMATS, "sql": SQL_FORMATS, "salvage": cli.SALVAGE_FORMATS}
     shown = {name: _option(c, "--format").metavar for name, c in cmds.items() if _option(c, "--format")}
     assert shown == {name: "|".join(formats) for name, formats in accepted.items()}
     fail_on = {name: _option(c, "--fail-on").metavar for name, c in cmds.items() if _option(c, "--fail-on")}

@@ -21,8 +21,13 @@ def producer_entries(keys, lo, hi) -> list[dict]:
             for k in (keys or [])][:10]
 
 
-def divergence_findings(ranges: list) -> list[Finding]:
-    """One finding per divergent offset range, merging replica pairs that diverge over the same range."""
+def divergence_findings(ranges: list, surv: dict | None = None) -> list[Finding]:
+    """One finding per divergent offset range, merging replica pairs that diverge over the same range.
+
+    ``surv`` (``jobs.replicas.survivors.survivors``) names each partition's surviving log: the
+    finding carries it as ``surviving_broker`` and the other replicas as ``salvage_brokers``, whose
+    versions of the range the cluster will lose (``salvage`` exports them). Undetermined: only the
+    replicas that are no candidate are named for salvage."""
     merged: dict[tuple, dict] = {}
     for g in ranges:
         if g["status"] != "divergent":
@@ -43,11 +48,14 @@ def divergence_findings(ranges: list) -> list[Finding]:
     out = []
     for (topic, part, first, last), m in merged.items():
         ts = [t for t in m["ts"] if t is not None]
+        s = (surv or {}).get((topic, part))
+        candidates = {c["broker"] for c in s["candidates"]} if s else set(m["brokers"])
         out.append(Finding(
             kind="replica_divergence", topic=topic, partition=part, brokers=sorted(m["brokers"]),
             first_offset=first, last_offset=last, records=m["records"], bytes=m["bytes"], leader_epochs=sorted(m["epochs"]),
             producers=_dedupe(m["producers"]), first_timestamp=min(ts) if ts else None, last_timestamp=max(ts) if ts else None,
-            evidence=m["ev"],
+            evidence=m["ev"], surviving_broker=s["broker"] if s else None,
+            salvage_brokers=sorted(set(m["brokers"]) - candidates),
             explanation=f"Brokers {', '.join(map(str, sorted(m['brokers'])))} hold different records at offsets {first}-{last} of "
                         f"{topic}-{part} (leader epochs {sorted(m['epochs'])}): the logs forked, as after an unclean election or a "
                         "truncation to a stale high watermark (KAFKA-1211); the replica with the latest epoch is what survives.",
@@ -66,4 +74,4 @@ def _dedupe(producers: list[dict]) -> list[dict]:
 
 
 def find(case) -> list[Finding]:
-    return divergence_findings(case.ranges)
+    return divergence_findings(case.ranges, case.survivors)
