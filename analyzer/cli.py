@@ -11,11 +11,14 @@ from typing import Annotated, Any
 
 import typer
 
+from .cli_words import NativeCommand, NativeGroup
+
 app = typer.Typer(
     name="kafka-forensics",
+    cls=NativeGroup,
     help="Offline forensic analyzer for Apache Kafka log directories.",
     no_args_is_help=True,
-    add_completion=False,
+    context_settings={"help_option_names": ["-h", "--help"]},
     pretty_exceptions_enable=False,
 )
 
@@ -75,16 +78,19 @@ ReportFormat = format_option(REPORT_FORMATS, "What to print: text (terminal summ
 SqlFormat = format_option(SQL_FORMATS, "table, json (JSON Lines) or csv.")
 FailOn = Annotated[str, typer.Option("--fail-on", metavar="error|warning|info",
                                      help="Exit 1 when a finding is at or above this severity.")]
+Quiet = Annotated[bool, typer.Option("--quiet", "-q", help="Only the result and errors: no progress bar, no log lines.")]
+Verbose = Annotated[bool, typer.Option("--verbose", "-v", help="Spark's own log lines too (its start-up warnings, WARN and above).")]
 
 
-@app.command()
+@app.command(cls=NativeCommand)
 def dump(
     file: Annotated[Path, typer.Argument(metavar="FILE", help="Any Kafka file: .log, .index, .timeindex, .txnindex, .snapshot, a checkpoint, leader-epoch-checkpoint, partition.metadata, meta.properties, quorum-state.")],
     json: Annotated[bool, typer.Option("--json", help='JSON Lines on stdout: one object per batch, record, entry or problem, with a "type"; '
                                                           'its fields are the columns of the matching table in docs/tables.md.')] = False,
     records: Annotated[bool, typer.Option("--records", help="Segments: decode every record, not only batch headers.")] = False,
     payloads: Annotated[bool, typer.Option("--payloads", help="With --records: include key and value bytes (may hold personal data).")] = False,
-    kind: Annotated[str | None, typer.Option("--kind", help="File kind, when the name does not tell (e.g. segment, offset_index, leader_epoch).")] = None,
+    kind: Annotated[str | None, typer.Option("--kind", metavar="KIND", help="File kind, when the name does not tell (e.g. segment, offset_index, leader_epoch).")] = None,
+    quiet: Quiet = False,
 ) -> None:
     """Decode one file, like kafka-dump-log but for every file kind and without a JVM.
 
@@ -104,13 +110,14 @@ def dump(
     raise typer.Exit(1 if found else 0)
 
 
-@app.command()
+@app.command(cls=NativeCommand)
 def ingest(
     inputs: Annotated[list[Path], typer.Argument(metavar="INPUT", help="Folders of broker dirs, broker dirs, log dirs, or .tar/.tar.gz/.tgz/.tar.xz/.zip of them.")],
     out: OutDir,
     master: Master = "local[*]",
     payloads: Annotated[bool, typer.Option("--payloads", help="Keep record keys and values in the records table (may hold personal data).")] = False,
-    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")] = False,
+    quiet: Quiet = False,
+    verbose: Verbose = False,
 ) -> None:
     """Discover brokers in INPUT..., parse every file as Spark tasks, write Parquet tables and a SQL catalog.
 
@@ -118,19 +125,21 @@ def ingest(
     """
     from jobs.ingest import run as run_ingest
 
-    _log_to_stderr()
+    _log_to_stderr(quiet, verbose)
     with staged_run(out):
         result = run_ingest.run(inputs, out, master=master, payloads=payloads, progress=not quiet)
     print(f"{len(result.brokers)} brokers, {result.files} files, {result.rows.get('records', 0)} records, "
           f"{result.problems} problems -> {out}", file=sys.stderr)
 
 
-@app.command()
+@app.command(cls=NativeCommand)
 def sql(
     out: Annotated[Path, typer.Argument(metavar="DIR", help="An output directory written by ingest or analyze.")],
     query: Annotated[str | None, typer.Argument(metavar="QUERY", help="A Spark SQL query; without it, an interactive prompt.")] = None,
     format: SqlFormat = "table",
     master: Master = "local[*]",
+    quiet: Quiet = False,
+    verbose: Verbose = False,
 ) -> None:
     """Query DIR's tables (brokers, files, batches, records, ...) with Spark SQL.
 
@@ -142,7 +151,7 @@ def sql(
 
     if format not in sql_mod.FORMATS:
         raise fail(f"--format must be one of {', '.join(sql_mod.FORMATS)}")
-    _log_to_stderr()
+    _log_to_stderr(quiet, verbose)
     try:
         spark = catalog.open_catalog(out, master)
     except FileNotFoundError as exc:
@@ -156,9 +165,17 @@ def sql(
         raise fail(str(exc).strip().splitlines()[0]) from None
 
 
-def _log_to_stderr() -> None:
+def _log_to_stderr(quiet: bool = False, verbose: bool = False) -> None:
+    """Our INFO lines on stderr (none with --quiet); with --verbose, Spark's own too."""
     import logging
+    import os
 
+    if verbose:
+        from jobs.store.spark import LOG_LEVEL_ENV
+
+        os.environ.setdefault(LOG_LEVEL_ENV, "WARN")
+    if quiet:
+        return
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(logging.Formatter("%(levelname)s %(message)s"))
     for name in ("jobs", "analyzer"):  # ours only: py4j and Spark stay quiet
@@ -166,13 +183,14 @@ def _log_to_stderr() -> None:
         logging.getLogger(name).addHandler(handler)
 
 
-@app.command()
+@app.command(cls=NativeCommand)
 def report(
     out: Annotated[Path, typer.Argument(metavar="DIR", help="An output directory written by analyze (findings.json, tables/).")],
     format: ReportFormat = "text",
     fail_on: FailOn = "error",
     output: Annotated[str | None, typer.Option("--output", "-o", metavar="FILE", help="With --format html: copy the report to FILE and "
                                                "print that path instead; '-' prints the HTML itself to stdout.")] = None,
+    quiet: Quiet = False,
 ) -> None:
     """Re-render the report of an analyzed directory without re-parsing (no Spark needed).
 
@@ -190,14 +208,16 @@ def report(
     raise typer.Exit(code)
 
 
-@app.command()
+@app.command(cls=NativeCommand)
 def analyze(
     inputs: Annotated[list[Path], typer.Argument(metavar="INPUT", help="Collected broker dirs, log dirs or archives of them (several allowed).")],
     out: AnalyzeOutDir,
     format: ReportFormat = "text",
     master: Master = "local[*]",
-    ledger: Annotated[Path | None, typer.Option("--ledger", help="JSON Lines of acknowledged records (topic, partition, offset, hashes).")] = None,
+    ledger: Annotated[Path | None, typer.Option("--ledger", metavar="FILE", help="JSON Lines of acknowledged records (topic, partition, offset, hashes).")] = None,
     fail_on: FailOn = "error",
+    quiet: Quiet = False,
+    verbose: Verbose = False,
 ) -> None:
     """The main command: ingest every broker, run the forensic jobs, write findings.json and report.html.
 
@@ -205,22 +225,25 @@ def analyze(
     """
     from .analyze import run_analyze
 
-    _log_to_stderr()
+    _log_to_stderr(quiet, verbose)
     with staged_run(out):
-        code = run_analyze(inputs, out, fmt=format, ledger=ledger, master=master, fail_on=fail_on)
+        code = run_analyze(inputs, out, fmt=format, ledger=ledger, master=master, fail_on=fail_on, progress=not quiet)
     raise typer.Exit(code)
 
 
-@app.command()
+@app.command(cls=NativeCommand)
 def demo(
     out: DemoOutDir = Path("kafka-forensics-demo"),
-    scenario: Annotated[list[str] | None, typer.Option("--scenario", help="A scenario name (repeatable); default: all of them.")] = None,
-    seed: Annotated[int, typer.Option("--seed", help="Random seed: the same seed makes the same bytes.")] = 0,
-    records: Annotated[int, typer.Option("--records", help="Records per partition (scale up for benchmarks).")] = 300,
-    partitions: Annotated[int, typer.Option("--partitions", help="Partitions per topic.")] = 1,
-    brokers: Annotated[int, typer.Option("--brokers", help="Brokers in the simulated cluster.")] = 3,
-    segment_bytes: Annotated[int, typer.Option("--segment-bytes", help="log.segment.bytes of the generated logs.")] = 16384,
-    codec: Annotated[str, typer.Option("--codec", help="none, gzip, snappy, lz4 or zstd.")] = "none",
+    scenario: Annotated[list[str] | None, typer.Option("--scenario", metavar="NAME", help="A scenario name (repeatable; see --list); default: all of them.")] = None,
+    list_: Annotated[bool, typer.Option("--list", help="Print the scenario names with one line each and exit (nothing generated).")] = False,
+    seed: Annotated[int, typer.Option("--seed", metavar="N", help="Random seed: the same seed makes the same bytes.")] = 0,
+    records: Annotated[int, typer.Option("--records", metavar="N", help="Records per partition (scale up for benchmarks).")] = 300,
+    partitions: Annotated[int, typer.Option("--partitions", metavar="N", help="Partitions per topic.")] = 1,
+    brokers: Annotated[int, typer.Option("--brokers", metavar="N", help="Brokers in the simulated cluster.")] = 3,
+    segment_bytes: Annotated[int, typer.Option("--segment-bytes", metavar="BYTES", help="log.segment.bytes of the generated logs.")] = 16384,
+    codec: Annotated[str, typer.Option("--codec", metavar="none|gzip|snappy|lz4|zstd", help="Compression of the generated batches.")] = "none",
+    quiet: Quiet = False,
+    verbose: Verbose = False,
 ) -> None:
     """Generate incident scenarios with known ground truth (simulated replication) and analyze them.
 
@@ -228,6 +251,10 @@ def demo(
     """
     from . import demo as demo_mod
 
+    if list_:
+        demo_mod.list_scenarios(sys.stdout)
+        raise typer.Exit(0)
+    _log_to_stderr(quiet, verbose)
     try:
         code = demo_mod.run(out, scenario, seed=seed, stream=sys.stdout, records=records, partitions=partitions,
                             brokers=brokers, segment_bytes=segment_bytes, codec=codec)
@@ -236,8 +263,22 @@ def demo(
     raise typer.Exit(code)
 
 
+def _print_version(asked: bool) -> None:
+    if asked:
+        from importlib.metadata import PackageNotFoundError, version
+
+        try:
+            print(f"kafka-forensics {version('kafka-forensics')}")
+        except PackageNotFoundError:  # run from a source tree that was never installed
+            print("kafka-forensics (not installed)")
+        raise typer.Exit(0)
+
+
 @app.callback()
-def _root() -> None:
+def _root(
+    version: Annotated[bool, typer.Option("--version", is_eager=True, callback=_print_version,
+                                          help="Print the version and exit.")] = False,
+) -> None:
     """Offline forensic analyzer for Apache Kafka log directories."""
 
 
