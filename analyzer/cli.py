@@ -263,6 +263,34 @@ def demo(
     raise typer.Exit(code)
 
 
+@app.command(cls=NativeCommand)
+def collect(
+    out: Annotated[Path | None, typer.Option("--out", metavar="FILE", help="Write the script to FILE (executable) instead of printing it.")] = None,
+    quiet: Quiet = False,
+) -> None:
+    """Print the collector to run on each broker host: a POSIX sh script (no Python, no Java).
+
+    On each host: sh kafka-forensics-collect.sh [-l KAFKA_LOGS_DIR] [-o OUT_DIR] SERVER_PROPERTIES
+
+    It archives every log dir named by the properties (log.dirs, log.dir, metadata.log.dir), Kafka's server.log*, controller.log* and state-change.log* (from -l, $LOG_DIR or ../logs) and the properties with secrets redacted, staged by hard link or copy first so a live broker cannot tear the archive, and writes a SHA-256 manifest of every file and of the archive beside it.
+
+    Then analyze the archives as they are: kafka-forensics analyze *.tar.gz --out incident
+
+    Example: kafka-forensics collect --out kafka-forensics-collect.sh
+    """
+    from . import collect as collect_mod
+
+    if out is None:
+        sys.stdout.write(collect_mod.script())
+        return
+    try:
+        collect_mod.write(out)
+    except OSError as exc:
+        raise fail(f"{out}: {exc.strerror or exc}") from None
+    if not quiet:
+        print(f"wrote {out}; on each broker host run: sh {out.name} -o OUT_DIR SERVER_PROPERTIES", file=sys.stderr)
+
+
 def _print_version(asked: bool) -> None:
     if asked:
         from importlib.metadata import PackageNotFoundError, version
