@@ -216,6 +216,8 @@ def analyze(
     master: Master = "local[*]",
     ledger: Annotated[Path | None, typer.Option("--ledger", metavar="FILE", help="JSON Lines of acknowledged records (topic, partition, offset, hashes).")] = None,
     fail_on: FailOn = "error",
+    topic: Annotated[list[str] | None, typer.Option("--topic", metavar="GLOB", help="Only the topics matching GLOB (repeatable, e.g. 'orders*'): other partitions' files are not even read.")] = None,
+    partition: Annotated[list[int] | None, typer.Option("--partition", metavar="N", help="Only partition N of each topic (repeatable). Internal topics are always read.")] = None,
     quiet: Quiet = False,
     verbose: Verbose = False,
 ) -> None:
@@ -223,11 +225,12 @@ def analyze(
 
     Example: kafka-forensics analyze collected/ --out incident-42 --ledger acked.jsonl
     """
-    from .analyze import run_analyze
+    from .analyze import Focus, run_analyze
 
     _log_to_stderr(quiet, verbose)
+    focus = Focus(tuple(topic or ()), tuple(partition or ())) if topic or partition else None
     with staged_run(out):
-        code = run_analyze(inputs, out, fmt=format, ledger=ledger, master=master, fail_on=fail_on, progress=not quiet)
+        code = run_analyze(inputs, out, fmt=format, ledger=ledger, master=master, fail_on=fail_on, progress=not quiet, focus=focus)
     raise typer.Exit(code)
 
 

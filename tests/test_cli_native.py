@@ -12,6 +12,8 @@ import sys
 from importlib.metadata import version
 from pathlib import Path
 
+import pyarrow.parquet as pq
+import pytest
 import typer
 from conftest import FOUND, REPO
 from typer.testing import CliRunner
@@ -98,13 +100,48 @@ def test_demo_list_names_every_scenario_and_writes_nothing(tmp_path):
     assert list(tmp_path.iterdir()) == [], "demo --list generated files"
 
 
-def test_quiet_analyze_prints_only_the_result(tmp_path):
-    """The smallest real input, one analyze: stdout is findings.json's document, stderr is empty
-    (no progress bar, no INFO lines, none of the lines the JVM and Spark print while starting)."""
-    src = FOUND / "k3x-zk-3brokers-shubhamdixit863"
-    run = _run("analyze", str(src), "--out", str(tmp_path / "out"), "--format", "json", "--quiet")
+SMALLEST = FOUND / "k3x-zk-3brokers-shubhamdixit863"  # 3 brokers, my-topic-0 and my-topic2-0..2
+
+
+@pytest.fixture(scope="module")
+def focused_quiet(tmp_path_factory):
+    """The smallest real input, one analyze: quiet, JSON, focused on my-topic2's partition 1."""
+    out = tmp_path_factory.mktemp("focused") / "out"
+    run = _run("analyze", str(SMALLEST), "--out", str(out), "--format", "json", "--quiet", "--topic", "my-topic2*", "--partition", "1")
+    return run, out
+
+
+def test_quiet_analyze_prints_only_the_result(focused_quiet):
+    """stdout is findings.json's document, stderr is empty: no progress bar, no INFO lines, none
+    of the lines the JVM and Spark print while starting."""
+    run, out = focused_quiet
     assert run.returncode in (0, 1), run.stderr
     assert not [m for m in STARTUP_LINES if m in run.stderr]
     assert run.stderr == ""
+    assert json.loads(run.stdout) == json.loads((out / "findings.json").read_text())
+
+
+def _partitions(out: Path, table: str) -> set:
+    t = pq.read_table(out / "tables" / table)
+    return {(r["topic"], r["partition"]) for r in t.select(["topic", "partition"]).to_pylist() if r["topic"] is not None}
+
+
+def test_focused_analyze_reads_and_keeps_only_those_partitions(focused_quiet):
+    run, out = focused_quiet
     doc = json.loads(run.stdout)
-    assert doc["input"]["files"] > 0 and doc["input"]["brokers"] == [1, 2, 3]
+    assert doc["input"]["focus"] == {"topics": ["my-topic2*"], "partitions": [1]}
+    assert doc["input"]["brokers"] == [1, 2, 3]
+    for table in ("files", "batches", "checkpoints", "leader_epochs", "replica_logs"):
+        assert _partitions(out, table) == {("my-topic2", 1)}, table
+    # read: the log dirs' own files and my-topic2-1's, nothing of the other partitions
+    wanted = [p for p in SMALLEST.glob("kafka-logs-*/*") if p.is_file()] + list(SMALLEST.glob("kafka-logs-*/my-topic2-1/*"))
+    assert doc["input"]["files"] == len(wanted)
+    shown = _run("report", str(out))
+    assert "Focus" in shown.stdout and "my-topic2*" in shown.stdout, shown.stdout
+
+
+def test_a_focus_that_matches_nothing_is_one_line_before_spark(tmp_path):
+    run = _run("analyze", str(SMALLEST), "--out", str(tmp_path / "out"), "--topic", "orders")
+    assert run.returncode == 2
+    assert run.stderr.startswith("kafka-forensics: --topic orders: no such partition") and "my-topic, my-topic2" in run.stderr
+    assert len(run.stderr.strip().splitlines()) == 1 and not (tmp_path / "out").exists()

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING
 from jobs.store.outdir import staged_output
 
 from .discover import discover_inputs
+from .focus import Focus
 
 if TYPE_CHECKING:  # pyspark is imported only once discovery found something to ingest
     from pyspark.sql import SparkSession
@@ -64,23 +65,24 @@ class Staged:
 
 @contextlib.contextmanager
 def staged_ingest(inputs: list[Path], out: Path, master: str = "local[*]", payloads: bool = False, progress: bool = True,
-                  spark: SparkSession | None = None, register: bool = True) -> Iterator[Staged]:
+                  spark: SparkSession | None = None, register: bool = True, focus: Focus | None = None) -> Iterator[Staged]:
     """Ingest ``inputs`` into a staging sibling of ``out`` and yield it; when the block ends,
     run.json is written, DIR swapped in (``outdir.staged_output``) and its catalog registered.
 
     ``spark``: a session to reuse (tests, demo); otherwise one is started after discovery. One
     JVM pins one catalog, so with a reused session the catalog is registered by a fresh process;
-    ``register=False`` leaves it to the first ``sql`` use."""
+    ``register=False`` leaves it to the first ``sql`` use. ``focus``: only those partitions (run.json says so)."""
     inputs = [Path(p) for p in inputs]
     with staged_output(out) as tmp:
-        found = discover_inputs(inputs, tmp)
+        found = discover_inputs(inputs, tmp, focus)
         from jobs.store.spark import get_session
 
         from .pipeline import ingest
 
         session = spark or get_session(master, input_bytes=sum(f.size for f in found.files))
-        result = ingest(session, inputs, tmp, payloads=payloads, progress=progress, found=found)
+        result = ingest(session, inputs, tmp, payloads=payloads, progress=progress, found=found, focus=focus)
         staged = Staged(session, tmp, result, run_info(inputs, master, result))
+        staged.run_info["focus"] = focus.describe() if focus is not None else None
         yield staged
         staged.write_run_json()
     result.out = Path(out)
