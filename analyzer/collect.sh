@@ -94,9 +94,11 @@ META=$(prop metadata.log.dir)
 if [ -z "$LOGS" ]; then
     LOGS=${LOG_DIR:-}
     [ -n "$LOGS" ] || [ ! -d "$(dirname "$PROPS")/../logs" ] || LOGS="$(dirname "$PROPS")/../logs"
-    if [ -z "$LOGS" ]; then  # the -Dkafka.logs.dir of the broker running with these properties
-        LOGS=$(ps -eo args 2>/dev/null | grep -F -- "${PROPS##*/}" | sed -n 's/.*-Dkafka\.logs\.dir=\([^ ]*\).*/\1/p' | head -n 1)
-    fi
+    # the -Dkafka.logs.dir of the broker running with these properties (named as given, else by file name)
+    for name in "$PROPS" "${PROPS##*/}"; do
+        [ -z "$LOGS" ] || break
+        LOGS=$(ps -eo args 2>/dev/null | grep -F -- "$name" | sed -n 's/.*-Dkafka\.logs\.dir=\([^ ]*\).*/\1/p' | head -n 1)
+    done
     [ -n "$LOGS" ] || LOGS="$(dirname "$PROPS")/../logs"
 fi
 

@@ -12,6 +12,8 @@ import io
 import json
 import os
 import shutil
+import signal
+import socket
 import subprocess
 import sys
 import tarfile
@@ -173,3 +175,96 @@ def test_analyze_reads_the_archives_as_they_are(collected, spark, tmp_path):
     assert runs["archives"]["input"]["brokers"] == [1, 2, 3, 100]
     assert runs["archives"]["input"]["files"] == runs["dirs"]["input"]["files"]
     assert _kinds(runs["archives"]) == _kinds(runs["dirs"]) and runs["archives"]["findings"]
+
+
+# ---------------------------------------------------------------------------- a live broker
+TOOLS_TGZ = CASE.parents[2] / "tools" / "kafka_2.13-3.6.2.tgz"
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _kafka_tool(kafka: Path, tool: str, *args: str, stdin: str | None = None) -> subprocess.CompletedProcess:
+    env = {**os.environ, "KAFKA_HEAP_OPTS": "-Xmx128m"}
+    return subprocess.run([str(kafka / "bin" / f"{tool}.sh"), *args], input=stdin, capture_output=True, text=True, env=env, timeout=180)
+
+
+@pytest.fixture
+def live_broker(tmp_path):
+    """A single-node KRaft Kafka 3.6.2 (broker and controller) from ../shared/tools, started the
+    way an operator does (kafka-server-start.sh, LOG_DIR set), holding a topic of small segments."""
+    if shutil.which("java") is None:
+        pytest.fail("Java 17 is required to run Kafka")
+    with tarfile.open(TOOLS_TGZ) as tf:
+        tf.extractall(tmp_path, filter="data")
+    kafka = next(tmp_path.glob("kafka_*"))
+    port, controller = _free_port(), _free_port()
+    (tmp_path / "config").mkdir()
+    props = tmp_path / "config" / "server.properties"
+    props.write_text("\n".join([
+        "process.roles=broker,controller", "node.id=7", f"controller.quorum.voters=7@127.0.0.1:{controller}",
+        f"listeners=PLAINTEXT://127.0.0.1:{port},CONTROLLER://127.0.0.1:{controller}", f"advertised.listeners=PLAINTEXT://127.0.0.1:{port}",
+        "controller.listener.names=CONTROLLER", "listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT",
+        f"log.dirs={tmp_path / 'data'}", "offsets.topic.replication.factor=1", "ssl.keystore.password=live-Secret-6", ""]))
+    uuid = _kafka_tool(kafka, "kafka-storage", "random-uuid").stdout.strip()
+    assert _kafka_tool(kafka, "kafka-storage", "format", "-t", uuid, "-c", str(props)).returncode == 0
+    env = {**os.environ, "KAFKA_HEAP_OPTS": "-Xmx256m", "LOG_DIR": str(tmp_path / "kafka-logs")}
+    server = subprocess.Popen([str(kafka / "bin" / "kafka-server-start.sh"), str(props)], env=env, stdout=subprocess.DEVNULL,
+                              stderr=subprocess.DEVNULL, start_new_session=True)
+    try:
+        bootstrap = f"127.0.0.1:{port}"
+        create = _kafka_tool(kafka, "kafka-topics", "--bootstrap-server", bootstrap, "--create", "--topic", "live",
+                             "--partitions", "2", "--config", "segment.bytes=4096")
+        assert create.returncode == 0, create.stderr
+        yield kafka, props, bootstrap, tmp_path
+    finally:
+        os.killpg(server.pid, signal.SIGTERM)
+        try:
+            server.wait(60)
+        except subprocess.TimeoutExpired:
+            os.killpg(server.pid, signal.SIGKILL)
+            server.wait(30)
+
+
+def test_collect_from_a_live_broker(live_broker, collected):
+    """Collected while a producer writes: the archive verifies against its manifest, holds the log
+    dir (rolled segments byte-identical to the broker's), server.log found through the running
+    broker's -Dkafka.logs.dir (no -l, no $LOG_DIR, no ../logs), and discovery reads it as broker 7."""
+    kafka, props, bootstrap, tmp = live_broker
+    script = collected[0] / "kafka-forensics-collect.sh"
+    produce = ["--bootstrap-server", bootstrap, "--topic", "live", "--producer-property", "batch.size=512", "--producer-property", "linger.ms=0"]
+    assert _kafka_tool(kafka, "kafka-console-producer", *produce, stdin="\n".join(map(str, range(2000))) + "\n").returncode == 0
+    producer = subprocess.Popen([str(kafka / "bin" / "kafka-console-producer.sh"), *produce], stdin=subprocess.PIPE, text=True,
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env={**os.environ, "KAFKA_HEAP_OPTS": "-Xmx128m"})
+    try:
+        producer.stdin.write("\n".join(map(str, range(20000))) + "\n")
+        producer.stdin.flush()
+        out = tmp / "out"
+        out.mkdir()
+        env = {k: v for k, v in os.environ.items() if k != "LOG_DIR"}
+        run = subprocess.run([SHELL, str(script), "-o", str(out), str(props)], capture_output=True, text=True, env=env, timeout=120)
+    finally:
+        producer.stdin.close()
+        producer.wait(120)
+    assert run.returncode == 0, run.stderr
+    archive = Path(run.stdout.strip())
+    lines = [line.split("  ", 1) for line in Path(f"{archive}.sha256").read_text().splitlines()]
+    assert lines[0] == [_sha256(archive), archive.name]
+    with tarfile.open(archive) as tf:
+        members = {m.name.split("/", 1)[1]: tf.extractfile(m).read() for m in tf.getmembers() if m.isfile()}
+    assert {name.split("/", 1)[1]: digest for digest, name in lines[1:]} == {n: hashlib.sha256(b).hexdigest() for n, b in members.items()}
+    assert "logs/server.log" in members and "live-Secret-6" not in members["server.properties"].decode()
+    partition = f"logdir-{str(tmp / 'data').lstrip('/').replace('/', '_')}/live-0/"
+    segments = sorted(n for n in members if n.startswith(partition) and n.endswith(".log"))
+    assert len(segments) > 2
+    for name in segments[:-1]:  # rolled when collected: Kafka never rewrites them
+        assert members[name] == (tmp / "data" / "live-0" / name.rsplit("/", 1)[1]).read_bytes()
+    assert not list(out.glob(".*staging*"))
+    from jobs.ingest.discover import discover_inputs
+
+    found = discover_inputs([archive], tmp / "work")
+    assert [b.broker for b in found.brokers] == [7]
+    assert {(f.topic, f.partition) for f in found.files if f.topic} >= {("live", 0), ("live", 1), ("__cluster_metadata", 0)}
