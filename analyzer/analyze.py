@@ -14,6 +14,8 @@ import time
 from pathlib import Path
 from typing import TextIO
 
+from jobs.ingest.focus import Focus
+
 log = logging.getLogger(__name__)
 
 
@@ -22,17 +24,18 @@ class AnalyzeError(ValueError):
 
 
 def build(inputs: list[Path], out: Path, ledger: Path | None = None, master: str = "local[*]",
-          progress: bool = True, spark=None, register_catalog: bool = True) -> dict:
+          progress: bool = True, spark=None, register_catalog: bool = True, focus: Focus | None = None) -> dict:
     """Ingest (``jobs.ingest.run.staged_ingest``), run the jobs and write findings.json +
     report.html into DIR; return findings.json's document. ``spark``: an existing session to reuse
     (tests); otherwise one is started once the inputs proved usable. ``register_catalog=False`` leaves the catalog to
-    be built on first ``sql`` use (tests)."""
+    be built on first ``sql`` use (tests). ``focus``: only those partitions are read, and
+    ``input.focus`` says so (null when everything was)."""
     from jobs.ingest.run import staged_ingest
 
     if ledger is not None and not ledger.is_file():
         raise AnalyzeError(f"--ledger {ledger}: no such file")
     t0 = time.monotonic()
-    with staged_ingest(inputs, out, master, progress=progress, spark=spark, register=register_catalog) as staged:
+    with staged_ingest(inputs, out, master, progress=progress, spark=spark, register=register_catalog, focus=focus) as staged:
         from jobs.findings import run as forensics  # (Spark's modules: imported once the inputs proved usable)
         from jobs.findings.model import document, write_json
         from jobs.ingest.progress import Stages
@@ -50,6 +53,7 @@ def build(inputs: list[Path], out: Path, ledger: Path | None = None, master: str
                 "files": res.files,
                 "bytes": res.bytes,
                 "ledger": str(ledger) if ledger else None,
+                "focus": focus.describe() if focus is not None else None,
             }
             doc = document(findings, info)
             write_json(tmp / "findings.json", doc)
@@ -64,7 +68,7 @@ def build(inputs: list[Path], out: Path, ledger: Path | None = None, master: str
 
 def run_analyze(inputs: list[Path], out: Path, fmt: str = "text", ledger: Path | None = None, master: str = "local[*]",
                 fail_on: str = "error", stream: TextIO | None = None, progress: bool = True, spark=None,
-                register_catalog: bool = True) -> int:
+                register_catalog: bool = True, focus: Focus | None = None) -> int:
     """The ``analyze`` command: returns the contract's exit code (0 clean, 1 findings ≥ fail_on)."""
     from jobs.findings.severity import SEVERITIES
 
@@ -72,7 +76,8 @@ def run_analyze(inputs: list[Path], out: Path, fmt: str = "text", ledger: Path |
         raise AnalyzeError(f"--format must be text, json or html, not {fmt!r}")
     if fail_on not in SEVERITIES:
         raise AnalyzeError(f"--fail-on must be error, warning or info, not {fail_on!r}")
-    doc = build(inputs, out, ledger=ledger, master=master, progress=progress, spark=spark, register_catalog=register_catalog)
+    doc = build(inputs, out, ledger=ledger, master=master, progress=progress, spark=spark, register_catalog=register_catalog,
+                focus=focus)
     from .report import exit_code, render
 
     render(out, fmt, stream or sys.stdout)

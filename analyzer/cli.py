@@ -12,11 +12,14 @@ from typing import Annotated, Any
 
 import typer
 
+from .cli_words import NativeCommand, NativeGroup
+
 app = typer.Typer(
     name="kafka-forensics",
+    cls=NativeGroup,
     help="Offline forensic analyzer for Apache Kafka log directories.",
     no_args_is_help=True,
-    add_completion=False,
+    context_settings={"help_option_names": ["-h", "--help"]},
     pretty_exceptions_enable=False,
 )
 
@@ -78,16 +81,19 @@ SalvageFormat = format_option(SALVAGE_FORMATS, "text: the summary line on stderr
                                                "left_out) on stdout too.")
 FailOn = Annotated[str, typer.Option("--fail-on", metavar="error|warning|info",
                                      help="Exit 1 when a finding is at or above this severity.")]
+Quiet = Annotated[bool, typer.Option("--quiet", "-q", help="Only the result and errors: no progress bar, no log lines.")]
+Verbose = Annotated[bool, typer.Option("--verbose", "-v", help="Spark's own log lines too (its start-up warnings, WARN and above).")]
 
 
-@app.command()
+@app.command(cls=NativeCommand)
 def dump(
     file: Annotated[Path, typer.Argument(metavar="FILE", help="Any Kafka file: .log, .index, .timeindex, .txnindex, .snapshot, a checkpoint, leader-epoch-checkpoint, partition.metadata, meta.properties, quorum-state.")],
     json: Annotated[bool, typer.Option("--json", help='JSON Lines on stdout: one object per batch, record, entry or problem, with a "type"; '
                                                           'its fields are the columns of the matching table in docs/tables.md.')] = False,
     records: Annotated[bool, typer.Option("--records", help="Segments: decode every record, not only batch headers.")] = False,
     payloads: Annotated[bool, typer.Option("--payloads", help="With --records: include key and value bytes (may hold personal data).")] = False,
-    kind: Annotated[str | None, typer.Option("--kind", help="File kind, when the name does not tell (e.g. segment, offset_index, leader_epoch).")] = None,
+    kind: Annotated[str | None, typer.Option("--kind", metavar="KIND", help="File kind, when the name does not tell (e.g. segment, offset_index, leader_epoch).")] = None,
+    quiet: Quiet = False,
 ) -> None:
     """Decode one file, like kafka-dump-log but for every file kind and without a JVM.
 
@@ -107,13 +113,14 @@ def dump(
     raise typer.Exit(1 if found else 0)
 
 
-@app.command()
+@app.command(cls=NativeCommand)
 def ingest(
     inputs: Annotated[list[Path], typer.Argument(metavar="INPUT", help="Folders of broker dirs, broker dirs, log dirs, or .tar/.tar.gz/.tgz/.tar.xz/.zip of them.")],
     out: OutDir,
     master: Master = "local[*]",
     payloads: Annotated[bool, typer.Option("--payloads", help="Keep record keys and values in the records table (may hold personal data).")] = False,
-    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")] = False,
+    quiet: Quiet = False,
+    verbose: Verbose = False,
 ) -> None:
     """Discover brokers in INPUT..., parse every file as Spark tasks, write Parquet tables and a SQL catalog.
 
@@ -121,19 +128,21 @@ def ingest(
     """
     from jobs.ingest import run as run_ingest
 
-    _log_to_stderr()
+    _log_to_stderr(quiet, verbose)
     with staged_run(out):
         result = run_ingest.run(inputs, out, master=master, payloads=payloads, progress=not quiet)
     print(f"{len(result.brokers)} brokers, {result.files} files, {result.rows.get('records', 0)} records, "
           f"{result.problems} problems -> {out}", file=sys.stderr)
 
 
-@app.command()
+@app.command(cls=NativeCommand)
 def sql(
     out: Annotated[Path, typer.Argument(metavar="DIR", help="An output directory written by ingest or analyze.")],
     query: Annotated[str | None, typer.Argument(metavar="QUERY", help="A Spark SQL query; without it, an interactive prompt.")] = None,
     format: SqlFormat = "table",
     master: Master = "local[*]",
+    quiet: Quiet = False,
+    verbose: Verbose = False,
 ) -> None:
     """Query DIR's tables (brokers, files, batches, records, ...) with Spark SQL.
 
@@ -145,7 +154,7 @@ def sql(
 
     if format not in sql_mod.FORMATS:
         raise fail(f"--format must be one of {', '.join(sql_mod.FORMATS)}")
-    _log_to_stderr()
+    _log_to_stderr(quiet, verbose)
     try:
         spark = catalog.open_catalog(out, master)
     except FileNotFoundError as exc:
@@ -159,9 +168,17 @@ def sql(
         raise fail(str(exc).strip().splitlines()[0]) from None
 
 
-def _log_to_stderr() -> None:
+def _log_to_stderr(quiet: bool = False, verbose: bool = False) -> None:
+    """Our INFO lines on stderr (none with --quiet); with --verbose, Spark's own too."""
     import logging
+    import os
 
+    if verbose:
+        from jobs.store.spark import LOG_LEVEL_ENV
+
+        os.environ.setdefault(LOG_LEVEL_ENV, "WARN")
+    if quiet:
+        return
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(logging.Formatter("%(levelname)s %(message)s"))
     for name in ("jobs", "analyzer"):  # ours only: py4j and Spark stay quiet
@@ -169,13 +186,14 @@ def _log_to_stderr() -> None:
         logging.getLogger(name).addHandler(handler)
 
 
-@app.command()
+@app.command(cls=NativeCommand)
 def report(
     out: Annotated[Path, typer.Argument(metavar="DIR", help="An output directory written by analyze (findings.json, tables/).")],
     format: ReportFormat = "text",
     fail_on: FailOn = "error",
     output: Annotated[str | None, typer.Option("--output", "-o", metavar="FILE", help="With --format html: copy the report to FILE and "
                                                "print that path instead; '-' prints the HTML itself to stdout.")] = None,
+    quiet: Quiet = False,
 ) -> None:
     """Re-render the report of an analyzed directory without re-parsing (no Spark needed).
 
@@ -193,37 +211,45 @@ def report(
     raise typer.Exit(code)
 
 
-@app.command()
+@app.command(cls=NativeCommand)
 def analyze(
     inputs: Annotated[list[Path], typer.Argument(metavar="INPUT", help="Collected broker dirs, log dirs or archives of them (several allowed).")],
     out: AnalyzeOutDir,
     format: ReportFormat = "text",
     master: Master = "local[*]",
-    ledger: Annotated[Path | None, typer.Option("--ledger", help="JSON Lines of acknowledged records (topic, partition, offset, hashes).")] = None,
+    ledger: Annotated[Path | None, typer.Option("--ledger", metavar="FILE", help="JSON Lines of acknowledged records (topic, partition, offset, hashes).")] = None,
     fail_on: FailOn = "error",
+    topic: Annotated[list[str] | None, typer.Option("--topic", metavar="GLOB", help="Only the topics matching GLOB (repeatable, e.g. 'orders*'): other partitions' files are not even read.")] = None,
+    partition: Annotated[list[int] | None, typer.Option("--partition", metavar="N", help="Only partition N of each topic (repeatable). Internal topics are always read.")] = None,
+    quiet: Quiet = False,
+    verbose: Verbose = False,
 ) -> None:
     """The main command: ingest every broker, run the forensic jobs, write findings.json and report.html.
 
     Example: kafka-forensics analyze collected/ --out incident-42 --ledger acked.jsonl
     """
-    from .analyze import run_analyze
+    from .analyze import Focus, run_analyze
 
-    _log_to_stderr()
+    _log_to_stderr(quiet, verbose)
+    focus = Focus(tuple(topic or ()), tuple(partition or ())) if topic or partition else None
     with staged_run(out):
-        code = run_analyze(inputs, out, fmt=format, ledger=ledger, master=master, fail_on=fail_on)
+        code = run_analyze(inputs, out, fmt=format, ledger=ledger, master=master, fail_on=fail_on, progress=not quiet, focus=focus)
     raise typer.Exit(code)
 
 
-@app.command()
+@app.command(cls=NativeCommand)
 def demo(
     out: DemoOutDir = Path("kafka-forensics-demo"),
-    scenario: Annotated[list[str] | None, typer.Option("--scenario", help="A scenario name (repeatable); default: all of them.")] = None,
-    seed: Annotated[int, typer.Option("--seed", help="Random seed: the same seed makes the same bytes.")] = 0,
-    records: Annotated[int, typer.Option("--records", help="Records per partition (scale up for benchmarks).")] = 300,
-    partitions: Annotated[int, typer.Option("--partitions", help="Partitions per topic.")] = 1,
-    brokers: Annotated[int, typer.Option("--brokers", help="Brokers in the simulated cluster.")] = 3,
-    segment_bytes: Annotated[int, typer.Option("--segment-bytes", help="log.segment.bytes of the generated logs.")] = 16384,
-    codec: Annotated[str, typer.Option("--codec", help="none, gzip, snappy, lz4 or zstd.")] = "none",
+    scenario: Annotated[list[str] | None, typer.Option("--scenario", metavar="NAME", help="A scenario name (repeatable; see --list); default: all of them.")] = None,
+    list_: Annotated[bool, typer.Option("--list", help="Print the scenario names with one line each and exit (nothing generated).")] = False,
+    seed: Annotated[int, typer.Option("--seed", metavar="N", help="Random seed: the same seed makes the same bytes.")] = 0,
+    records: Annotated[int, typer.Option("--records", metavar="N", help="Records per partition (scale up for benchmarks).")] = 300,
+    partitions: Annotated[int, typer.Option("--partitions", metavar="N", help="Partitions per topic.")] = 1,
+    brokers: Annotated[int, typer.Option("--brokers", metavar="N", help="Brokers in the simulated cluster.")] = 3,
+    segment_bytes: Annotated[int, typer.Option("--segment-bytes", metavar="BYTES", help="log.segment.bytes of the generated logs.")] = 16384,
+    codec: Annotated[str, typer.Option("--codec", metavar="none|gzip|snappy|lz4|zstd", help="Compression of the generated batches.")] = "none",
+    quiet: Quiet = False,
+    verbose: Verbose = False,
 ) -> None:
     """Generate incident scenarios with known ground truth (simulated replication) and analyze them.
 
@@ -231,6 +257,10 @@ def demo(
     """
     from . import demo as demo_mod
 
+    if list_:
+        demo_mod.list_scenarios(sys.stdout)
+        raise typer.Exit(0)
+    _log_to_stderr(quiet, verbose)
     try:
         code = demo_mod.run(out, scenario, seed=seed, stream=sys.stdout, records=records, partitions=partitions,
                             brokers=brokers, segment_bytes=segment_bytes, codec=codec)
@@ -239,7 +269,7 @@ def demo(
     raise typer.Exit(code)
 
 
-@app.command()
+@app.command(cls=NativeCommand)
 def salvage(
     out: Annotated[Path, typer.Argument(metavar="DIR", help="An output directory written by analyze (findings.json, tables/files).")],
     file: Annotated[str, typer.Option("--out", metavar="FILE", help="Where the JSON Lines go (written atomically; never '-': "
@@ -247,6 +277,7 @@ def salvage(
     topic: Annotated[str | None, typer.Option("--topic", help="Only this topic.")] = None,
     partition: Annotated[int | None, typer.Option("--partition", help="Only this partition.")] = None,
     format: SalvageFormat = "text",
+    quiet: Quiet = False,
 ) -> None:
     """Export every record of a lost or divergent range that a replica still holds, as JSON Lines ready to replay.
 
@@ -263,13 +294,56 @@ def salvage(
         done = run_salvage(out, file, topic=topic, partition=partition)
     except SalvageError as exc:
         raise fail(str(exc)) from None
-    print(f"kafka-forensics: {done.text()}", file=sys.stderr)
+    if not quiet:
+        print(f"kafka-forensics: {done.text()}", file=sys.stderr)
     if format == "json":
         print(json.dumps(done.to_json()))
 
 
+@app.command(cls=NativeCommand)
+def collect(
+    out: Annotated[Path | None, typer.Option("--out", metavar="FILE", help="Write the script to FILE (executable) instead of printing it.")] = None,
+    quiet: Quiet = False,
+) -> None:
+    """Print the collector to run on each broker host: a POSIX sh script (no Python, no Java).
+
+    On each host: sh kafka-forensics-collect.sh [-l KAFKA_LOGS_DIR] [-o OUT_DIR] SERVER_PROPERTIES
+
+    It archives every log dir named by the properties (log.dirs, log.dir, metadata.log.dir), Kafka's server.log*, controller.log* and state-change.log* (from -l, $LOG_DIR or ../logs) and the properties with secrets redacted, staged by hard link or copy first so a live broker cannot tear the archive, and writes a SHA-256 manifest of every file and of the archive beside it.
+
+    Then analyze the archives as they are: kafka-forensics analyze *.tar.gz --out incident
+
+    Example: kafka-forensics collect --out kafka-forensics-collect.sh
+    """
+    from . import collect as collect_mod
+
+    if out is None:
+        sys.stdout.write(collect_mod.script())
+        return
+    try:
+        collect_mod.write(out)
+    except OSError as exc:
+        raise fail(f"{out}: {exc.strerror or exc}") from None
+    if not quiet:
+        print(f"wrote {out}; on each broker host run: sh {out.name} -o OUT_DIR SERVER_PROPERTIES", file=sys.stderr)
+
+
+def _print_version(asked: bool) -> None:
+    if asked:
+        from importlib.metadata import PackageNotFoundError, version
+
+        try:
+            print(f"kafka-forensics {version('kafka-forensics')}")
+        except PackageNotFoundError:  # run from a source tree that was never installed
+            print("kafka-forensics (not installed)")
+        raise typer.Exit(0)
+
+
 @app.callback()
-def _root() -> None:
+def _root(
+    version: Annotated[bool, typer.Option("--version", is_eager=True, callback=_print_version,
+                                          help="Print the version and exit.")] = False,
+) -> None:
     """Offline forensic analyzer for Apache Kafka log directories."""
 
 

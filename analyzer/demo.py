@@ -10,13 +10,14 @@ loss: the surviving log and where to salvage). ``analyze=False`` stops at the pa
 from __future__ import annotations
 
 import json
+import textwrap
 import time
 from collections import Counter
 from pathlib import Path
 from typing import TextIO
 
 from parsers.files import detect, parse_path
-from sample_data.scenarios import SCENARIOS, generate
+from sample_data.scenarios import SCENARIOS, generate, simulate
 
 
 class DemoError(Exception):
@@ -144,6 +145,16 @@ def _show(name: str, path: Path, truth: dict, stream: TextIO, counter: str = "")
         print(_finding_line(f) + ("" if detectable(f) else "  [needs the event log]"), file=stream)
     if not truth["expected_findings"]:
         print("    none (negative control)", file=stream)
+
+
+def list_scenarios(stream: TextIO, width: int = 100) -> None:
+    """``demo --list``: each scenario's name and the start of its story on one line. The story is
+    the one the scenario itself tells (``simulate`` runs it in memory: no files, no Spark)."""
+    names = list(SCENARIOS)
+    pad = max(map(len, names))
+    for name in names:
+        story = simulate(name)[2]
+        print(f"{name:<{pad}}  {textwrap.shorten(story, width - pad - 2, placeholder=' ...')}", file=stream)
 
 
 def run(out: Path, names: list[str] | None, *, seed: int = 0, master: str = "local[*]", stream: TextIO,

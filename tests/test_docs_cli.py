@@ -36,16 +36,17 @@ def _option(cmd, flag: str):
 
 
 def test_shared_options_are_one_declaration():
-    """--master reads the same everywhere; --out is a DIR; --format and --fail-on show the choices the command accepts."""
+    """--master reads the same everywhere; --out is a DIR (collect's: the script FILE); --format and --fail-on show the choices the command accepts."""
     from analyzer.sql import FORMATS as SQL_FORMATS
 
     cmds = _commands()
     masters = {name: _option(c, "--master") for name, c in cmds.items() if _option(c, "--master")}
     assert set(masters) >= {"ingest", "sql", "analyze"}
     assert len({(p.help, p.metavar, p.default) for p in masters.values()}) == 1
-    outs = [_option(c, "--out") for name, c in cmds.items() if _option(c, "--out") and name != "salvage"]
-    assert len(outs) >= 3 and {p.metavar for p in outs} == {"DIR"}
-    assert _option(cmds["salvage"], "--out").metavar == "FILE"  # the contract: salvage DIR --out FILE
+    outs = {name: _option(c, "--out") for name, c in cmds.items() if _option(c, "--out")}
+    assert outs.pop("collect").metavar == "FILE"  # the script it writes
+    assert outs.pop("salvage").metavar == "FILE"  # the contract: salvage DIR --out FILE
+    assert len(outs) >= 3 and {p.metavar for p in outs.values()} == {"DIR"}
     accepted = {"analyze": REPORT_FORMATS, "report": REPORT_FORMATS, "sql": SQL_FORMATS, "salvage": cli.SALVAGE_FORMATS}
     shown = {name: _option(c, "--format").metavar for name, c in cmds.items() if _option(c, "--format")}
     assert shown == {name: "|".join(formats) for name, formats in accepted.items()}

@@ -261,9 +261,21 @@ def overview(data: ReportData) -> dict[str, Any]:
         "counts": counts,
         "records_lost": summary.get("records_lost", sum(int(f.get("records") or 0) for f in data.findings if f.get("kind") == "acked_data_loss")),
         "inputs": _inputs(data),
+        "focus": focus_text(data.findings_doc.get("input")),
         "master": (data.run or {}).get("master"),
         "problems": problems,  # None when the problems table is missing
     }
+
+
+def focus_text(info: Any) -> str | None:
+    """``analyze --topic/--partition``: the partitions the analysis was limited to, in words
+    (None when it read everything), so no reader takes a focused report for the whole cluster's."""
+    focus = info.get("focus") if isinstance(info, dict) else None
+    if not isinstance(focus, dict):
+        return None
+    topics = ", ".join(map(str, focus.get("topics") or [])) or "all"
+    partitions = ", ".join(map(str, focus.get("partitions") or [])) or "all"
+    return f"only topics {topics}, partitions {partitions} (internal topics always read)"
 
 
 def _inputs(data: ReportData) -> list[str]:

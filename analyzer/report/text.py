@@ -54,6 +54,8 @@ def _overview_table(data: ReportData) -> Table:
         table.add_row("Cluster id", ", ".join(ov["cluster_ids"]))
     if ov["inputs"]:
         table.add_row("Input", ", ".join(ov["inputs"]))
+    if ov["focus"]:
+        table.add_row("Focus", ov["focus"])
     if ov["problems"] is not None:
         table.add_row("Parser problems", problems_text(ov["problems"]))
     counts = ov["counts"]

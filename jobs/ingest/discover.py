@@ -27,6 +27,7 @@ from pathlib import Path
 
 from jobs.ingest import archives
 from jobs.ingest.archives import text
+from jobs.ingest.focus import Focus
 from parsers.broker_log import node_from_name
 from parsers.files import KINDS, detect
 from parsers.meta_properties import parse as parse_meta
@@ -458,15 +459,32 @@ def resolve_roots(inputs: list[Path], work_dir: Path) -> tuple[list[Root], list[
     return roots, problems
 
 
-def discover_inputs(inputs: list[Path], work_dir: Path) -> Discovery:
+def focused(found: Discovery, focus: Focus) -> Discovery:
+    """``found`` without the files of partitions outside ``focus`` (their brokers' counts too).
+    A focus that keeps no partition at all is unusable input: it says which topics there are."""
+    topics = {f.topic for f in found.files if f.topic is not None and not f.topic.startswith("__")}
+    found.files = [f for f in found.files if focus.kept(f.topic, f.partition)]
+    kept = {(f.topic, f.partition) for f in found.files if f.topic is not None and not f.topic.startswith("__")}
+    if not kept:
+        wanted = " ".join([*(f"--topic {t}" for t in focus.topics), *(f"--partition {p}" for p in focus.partitions)])
+        raise NoLogDirError(f"{wanted}: no such partition in the input (its topics: {', '.join(sorted(topics)) or 'none'})")
+    for b in found.brokers:
+        mine = [f for f in found.files if f.broker == b.broker]
+        b.files, b.bytes = len(mine), sum(f.size for f in mine)
+    return found
+
+
+def discover_inputs(inputs: list[Path], work_dir: Path, focus: Focus | None = None) -> Discovery:
     """Step 1 alone, on the driver and without Spark: check the inputs, extract archives into
-    ``work_dir``, find the brokers. Raises (``FileNotFoundError``, ``ArchiveError``,
-    ``NoLogDirError``...) when the inputs hold nothing to analyze, so callers can run it before
-    starting a JVM and unusable input fails in under a second."""
+    ``work_dir``, find the brokers (only the files of ``focus``'s partitions). Raises
+    (``FileNotFoundError``, ``ArchiveError``, ``NoLogDirError``...) when the inputs hold nothing to
+    analyze, so callers can run it before starting a JVM and unusable input fails in under a second."""
     t0 = time.monotonic()
     roots, problems = resolve_roots(inputs, work_dir)
     found = discover(roots)
     require_log_dirs(found, roots)
+    if focus is not None:
+        found = focused(found, focus)
     found.problems[:0] = problems
     found.seconds = time.monotonic() - t0
     return found

@@ -32,6 +32,7 @@ from jobs.store.io import table_path, write_empty
 from jobs.store.tables import ALL_TABLES, BROKERS, schema_of
 
 from . import discover as disc
+from .focus import Focus
 
 log = logging.getLogger(__name__)
 
@@ -101,7 +102,7 @@ def plan_tasks(files: list[disc.FileEntry], group_bytes: int = GROUP_BYTES) -> l
     return tasks
 
 
-def _parse_write(tables_dir: str, payloads: bool, files_acc, bytes_acc, parse_acc):
+def _parse_write(tables_dir: str, payloads: bool, files_acc, bytes_acc, parse_acc, focus=None):
     """The mapInArrow function of step 3 (a closure Spark ships to the executors): parse a task's
     files, write its tables' Parquet files there and then, hand back only its counts."""
 
@@ -116,7 +117,7 @@ def _parse_write(tables_dir: str, payloads: bool, files_acc, bytes_acc, parse_ac
         for batch in batches:
             for task in batch.to_pylist():
                 timing: dict = {}
-                counts = write_task(tables_dir, task["task"], attempt, run_task(task["files"], payloads, timing), payloads)
+                counts = write_task(tables_dir, task["task"], attempt, run_task(task["files"], payloads, timing, focus), payloads)
                 yield from counts.to_batches()
                 files_acc.add(len(task["files"]))
                 parse_acc.add(timing.get("parse", 0.0))
@@ -132,19 +133,20 @@ def _spark_schema(schema: pa.Schema) -> T.StructType:
 
 
 def ingest(spark: SparkSession, inputs: list[Path], work_dir: Path, payloads: bool = False, progress: bool = True,
-           found: disc.Discovery | None = None) -> IngestResult:
+           found: disc.Discovery | None = None, focus: Focus | None = None) -> IngestResult:
     """Parse every file under ``inputs`` and write the tables under ``work_dir/tables/``.
 
     ``work_dir`` is the staging directory of ``outdir.staged_output``; no catalog is touched here
     (the catalog is registered after the swap, see catalog.py). ``found``: what
-    ``discover_inputs(inputs, work_dir)`` already returned (it is run here otherwise).
+    ``discover_inputs(inputs, work_dir, focus)`` already returned (it is run here otherwise).
+    ``focus``: only its partitions' files are parsed, and only its partitions' rows are kept.
     """
     from jobs.ingest.progress import Progress
 
     t0 = time.monotonic()
     work_dir = Path(work_dir)
     (work_dir / "tables").mkdir(parents=True, exist_ok=True)
-    found = found or disc.discover_inputs(inputs, work_dir)
+    found = found or disc.discover_inputs(inputs, work_dir, focus)
     problems = found.problems
     total_bytes = sum(f.size for f in found.files)
     tasks = plan_tasks(found.files, group_bytes_for(total_bytes, spark.sparkContext.defaultParallelism))
@@ -163,7 +165,7 @@ def ingest(spark: SparkSession, inputs: list[Path], work_dir: Path, payloads: bo
             task_df = spark.createDataFrame(rdd, TASK_SCHEMA)
             from .task_writer import COUNTS_SCHEMA
 
-            counts = task_df.mapInArrow(_parse_write(tables_dir, payloads, files_acc, bytes_acc, parse_acc),
+            counts = task_df.mapInArrow(_parse_write(tables_dir, payloads, files_acc, bytes_acc, parse_acc, focus),
                                         _spark_schema(COUNTS_SCHEMA)).collect()
     seconds["parse"] = time.monotonic() - t1
     seconds["task_parse"] = parse_acc.value  # summed over tasks: reading, hashing, parsing only

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING
 from jobs.store.outdir import staged_output
 
 from .discover import discover_inputs
+from .focus import Focus
 
 if TYPE_CHECKING:  # pyspark is imported only once discovery found something to ingest
     from pyspark.sql import SparkSession
@@ -64,17 +65,18 @@ class Staged:
 
 @contextlib.contextmanager
 def staged_ingest(inputs: list[Path], out: Path, master: str = "local[*]", payloads: bool = False, progress: bool = True,
-                  spark: SparkSession | None = None, register: bool = True) -> Iterator[Staged]:
+                  spark: SparkSession | None = None, register: bool = True, focus: Focus | None = None) -> Iterator[Staged]:
     """Ingest ``inputs`` into a staging sibling of ``out`` and yield it; when the block ends,
     run.json is written, the catalog completed and DIR swapped in (``outdir.staged_output``).
 
     The session opens the staging dir's catalog, which a ``catalog.Registrar`` thread builds while
     the inputs are parsed and the block's jobs run (see catalog.py). ``spark``: a session to reuse
     (tests, demo); one JVM pins one catalog, so then the catalog is registered after the swap by a
-    fresh process; ``register=False`` leaves it to the first ``sql`` use."""
+    fresh process; ``register=False`` leaves it to the first ``sql`` use. ``focus``: only those
+    partitions (run.json says so)."""
     inputs = [Path(p) for p in inputs]
     with staged_output(out) as tmp:
-        found = discover_inputs(inputs, tmp)
+        found = discover_inputs(inputs, tmp, focus)
         from jobs.store import catalog
         from jobs.store.spark import get_session
 
@@ -84,10 +86,11 @@ def staged_ingest(inputs: list[Path], out: Path, master: str = "local[*]", paylo
         own = spark is None and register
         session = spark or get_session(master, input_bytes=size, catalog_dir=catalog.catalog_dir(tmp) if own else None)
         registrar = catalog.Registrar(session, tmp, out).start() if own else None
-        result = ingest(session, inputs, tmp, payloads=payloads, progress=progress, found=found)
+        result = ingest(session, inputs, tmp, payloads=payloads, progress=progress, found=found, focus=focus)
         if registrar is not None:
             registrar.add(catalog.table_names(tmp))  # registered while the block's jobs run
         staged = Staged(session, tmp, result, run_info(inputs, master, result))
+        staged.run_info["focus"] = focus.describe() if focus is not None else None
         yield staged
         staged.write_run_json()
         if registrar is not None:

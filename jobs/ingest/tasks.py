@@ -18,6 +18,7 @@ from collections.abc import Iterable, Iterator
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from jobs.ingest.focus import Focus
 from jobs.store.tables import COMMON, EXTRA_TABLE, INTERNAL_TOPIC_TABLE, KIND_TABLE, TS, schema_of
 from parsers.common import FileBytes, problems_table
 from parsers.files import KINDS, SEGMENT_KINDS, module_for, small_parser
@@ -202,10 +203,12 @@ def files_row(f: dict, sha: str | None) -> pa.Table:
     return conform(t, "files", f)
 
 
-def run_task(files: list[dict], payloads: bool = False, timing: dict | None = None) -> Iterator[tuple[str, pa.Table]]:
+def run_task(files: list[dict], payloads: bool = False, timing: dict | None = None,
+             focus: Focus | None = None) -> Iterator[tuple[str, pa.Table]]:
     """(table name, rows) pieces for one task's files; small pieces of one table are merged so
     the files hold few, larger row groups. ``timing["parse"]`` accumulates the seconds spent
-    reading, hashing and parsing (not writing), for the benchmark."""
+    reading, hashing and parsing (not writing), for the benchmark. ``focus``: rows naming a
+    partition outside it (a checkpoint entry, a metadata record...) are dropped."""
     if timing is None:
         timing = {}
     timing.setdefault("parse", 0.0)
@@ -226,6 +229,8 @@ def run_task(files: list[dict], payloads: bool = False, timing: dict | None = No
             if item is None:
                 break
             name, table = item
+            if focus is not None:
+                table = focus.rows(table)
             if table.num_rows == 0:
                 continue
             pending.setdefault(name, []).append(table)

@@ -93,46 +93,46 @@ def get_session(master: str = "local[*]", catalog_dir: Path | None = None, app: 
     confs = sized_confs(input_bytes, _cores(master))
     if shuffle_partitions != 8 or input_bytes is None:
         confs["spark.sql.shuffle.partitions"] = str(shuffle_partitions)
-    builder = (
-        SparkSession.builder.master(master)
-        .appName(app)
-        .config("spark.ui.showConsoleProgress", "false")
-        .config("spark.ui.enabled", "false")
-        .config("spark.sql.session.timeZone", "UTC")
-        .config("spark.sql.execution.arrow.pyspark.enabled", "true")
-        .config("spark.sql.sources.partitionOverwriteMode", "static")
+    settings = {
+        "spark.master": master,
+        "spark.app.name": app,
+        "spark.ui.showConsoleProgress": "false",
+        "spark.ui.enabled": "false",
+        "spark.sql.session.timeZone": "UTC",
+        "spark.sql.execution.arrow.pyspark.enabled": "true",
+        "spark.sql.sources.partitionOverwriteMode": "static",
         # partitioned writes (records/batches by topic) keep a writer per topic open instead of
         # sorting every task's rows by topic first
-        .config("spark.sql.maxConcurrentOutputFileWriters", "64")
-        .config("spark.sql.parquet.compression.codec", "snappy")  # fastest to write; tables are scratch-sized
+        "spark.sql.maxConcurrentOutputFileWriters": "64",
+        "spark.sql.parquet.compression.codec": "snappy",  # fastest to write; tables are scratch-sized
         # a parsed file comes back as one row per piece; keep Arrow batches modest
-        .config("spark.sql.execution.arrow.maxRecordsPerBatch", "2048")
+        "spark.sql.execution.arrow.maxRecordsPerBatch": "2048",
         # one python worker per core, reused across tasks (numba JIT caches warm once)
-        .config("spark.python.worker.reuse", "true")
-    )
+        "spark.python.worker.reuse": "true",
+    }
     scratch = scratch_dir()
-    builder = builder.config("spark.local.dir", str(scratch))
+    settings["spark.local.dir"] = str(scratch)
     if catalog_dir is not None:
         catalog_dir = Path(catalog_dir).resolve()
         catalog_dir.mkdir(parents=True, exist_ok=True)
-        for key, value in catalog_confs(catalog_dir).items():
+        for key, value in catalog_confs(catalog_dir).items():  # (spark.sql.catalogImplementation=hive among them)
             if key == "spark.driver.extraJavaOptions" and key in confs:
                 value = f"{confs.pop(key)} {value}"
-            builder = builder.config(key, value)
-        builder = builder.enableHiveSupport()
+            settings[key] = value
     else:
         # no catalog: keep Spark's default warehouse out of the user's cwd
-        builder = builder.config("spark.sql.warehouse.dir", str(scratch / "warehouse"))
-    for key, value in confs.items():
-        builder = builder.config(key, value)
+        settings["spark.sql.warehouse.dir"] = str(scratch / "warehouse")
+    settings |= confs
     _quiet_java_logs()
     on_sigint = signal.getsignal(signal.SIGINT)
+    _launch_gateway(settings)
+    builder = SparkSession.builder.config(map=settings)
     spark = builder.getOrCreate()
     if callable(on_sigint) and on_sigint is not signal.default_int_handler and signal.getsignal(signal.SIGINT) is not on_sigint:
         # a caller's own Ctrl-C handling (``interruptible``) stays: pyspark's handler cancels the
         # jobs through a py4j call made inside the interrupted one, which logs two tracebacks
         signal.signal(signal.SIGINT, on_sigint)
-    spark.sparkContext.setLogLevel(os.environ.get("KF_SPARK_LOG_LEVEL", "ERROR"))
+    spark.sparkContext.setLogLevel(os.environ.get(LOG_LEVEL_ENV, "ERROR"))
     if catalog_dir is not None:
         # in case the JVM was already running, Derby still reads these at first use
         system = spark.sparkContext._jvm.java.lang.System
@@ -283,10 +283,62 @@ def _scratch_path() -> Path:
     return Path(os.environ.get("TMPDIR", "/tmp")) / f"{SCRATCH_PREFIX}{os.getpid()}"
 
 
+LOG_LEVEL_ENV = "KF_SPARK_LOG_LEVEL"  # set (``--verbose`` sets WARN): Spark logs as Spark itself would
+
+# What the JVM and Spark print on stderr while starting, before any log4j config or setLogLevel
+# can act (the JVM's own warning about the vector module Spark loads, the shell's log-level hint):
+# noise to a user of the CLI, who gets it back with ``--verbose``.
+STARTUP_NOISE = (
+    "WARNING: Using incubator modules",
+    "Setting default log level to",
+    "To adjust logging level use sc.setLogLevel",
+    "NativeCodeLoader",
+    "Using Spark's default log4j profile",
+    "Your hostname, ",
+    "Set SPARK_LOCAL_IP if you need to bind",
+)
+
+
+def verbose() -> bool:
+    """Whether Spark's own logs were asked for (``--verbose``, or KF_SPARK_LOG_LEVEL by hand)."""
+    return LOG_LEVEL_ENV in os.environ
+
+
+def startup_noise(line: str) -> bool:
+    return any(marker in line for marker in STARTUP_NOISE)
+
+
+def _forward_stderr(pipe) -> None:
+    """Copy the JVM's stderr (and its Python workers') to ours line by line, without the start-up
+    noise; errors and worker tracebacks still come through. Written to fd 2, as the JVM did."""
+    for raw in iter(pipe.readline, b""):
+        if not startup_noise(raw.decode("utf-8", "replace")):
+            with contextlib.suppress(OSError):
+                os.write(2, raw)
+
+
+def _launch_gateway(options: dict[str, str]) -> None:
+    """Start the JVM as pyspark would (same spark-submit, same confs), but with its stderr piped
+    through ``_forward_stderr``: the lines it prints before log4j is configured cannot be
+    silenced any other way. A JVM already running, or ``verbose()``, is left as pyspark does it."""
+    import subprocess
+    import threading
+
+    from pyspark import SparkConf, SparkContext
+    from pyspark.java_gateway import launch_gateway
+
+    if SparkContext._gateway is not None or verbose():
+        return
+    conf = SparkConf(loadDefaults=False).setAll(list(options.items()))
+    gateway = launch_gateway(conf, popen_kwargs={"stderr": subprocess.PIPE})
+    threading.Thread(target=_forward_stderr, args=(gateway.proc.stderr,), name="kf-jvm-stderr", daemon=True).start()
+    SparkContext._ensure_initialized(gateway=gateway)
+
+
 def _quiet_java_logs() -> None:
     """Spark prints a few WARN lines while starting (native hadoop, hostname loopback...) before
     setLogLevel can act; point log4j2 at a config that only lets errors through."""
-    if "SPARK_CONF_DIR" in os.environ:
+    if "SPARK_CONF_DIR" in os.environ or verbose():
         return
     conf_dir = Path(__file__).with_name("spark_conf")
     if (conf_dir / "log4j2.properties").is_file():
