@@ -10,6 +10,7 @@ from pathlib import Path
 
 from pyspark.sql import SparkSession
 
+from jobs.replicas import restart_preview
 from jobs.store.io import write_table
 
 from .case import Case
@@ -19,9 +20,11 @@ from .registry import DETECTORS
 
 def run(spark: SparkSession, out: Path, ledger: Path | None = None) -> list[Finding]:
     """Compute the job tables and findings of the ingested tables under ``out``; write the job
-    tables there and return the findings (the caller writes findings.json)."""
+    tables there (restart_preview last, linking the findings) and return the findings (the caller writes findings.json)."""
     case = Case.open(spark, out, ledger)
     findings = finalize([f for detector in DETECTORS for f in detector.find(case)])
     write_table(spark.createDataFrame(to_rows(findings), FINDINGS_SCHEMA).coalesce(1), out, "findings")
+    # after the findings: each truncation names the finding whose records it destroys
+    write_table(restart_preview.build(case, findings).coalesce(1), out, "restart_preview")
     case.close()
     return findings
