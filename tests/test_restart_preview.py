@@ -17,6 +17,8 @@ from jobs.replicas.restart_preview import (
     sentence,
     truncation,
 )
+from sample_data.scenarios import SCENARIOS, simulate
+from sample_data.sim.cluster import Cluster
 
 
 def test_end_offset_for_mirrors_the_leader_epoch_cache():
@@ -103,3 +105,23 @@ def test_sentence_says_whether_to_salvage(nowhere, held, expect):
            "records_destroyed": 200, "records_nowhere_else": nowhere, "held_elsewhere": held}
     assert sentence(row) == f"Restarting broker 1 truncates ue-0 from 500 to 300 (rule leader_epoch): {expect}"
     assert sentence({**row, "records_destroyed": 0}) is None
+
+
+@pytest.mark.parametrize("name", sorted(SCENARIOS))
+def test_same_answer_as_the_simulator_on_every_rejoin_of_its_scenarios(name, monkeypatch):
+    """Every time a replica becomes a follower in the simulator's scenarios (Kafka >= 2.0 rule,
+    kip279), the rule replayed from that replica's and the leader's state gives the offset the
+    simulator truncated to: two implementations of KIP-101/KIP-279 that must agree."""
+    seen = []
+    original = Cluster._truncation_offset
+
+    def spy(self, fol, leader):
+        target = original(self, fol, leader)
+        seen.append((list(fol.epochs), fol.leo, fol.hw, list(leader.epochs), leader.leo, min(target, leader.leo)))
+        return target
+
+    monkeypatch.setattr(Cluster, "_truncation_offset", spy)
+    simulate(name, truncation="kip279")
+    assert seen
+    for f_epochs, leo, hw, l_epochs, l_leo, expected in seen:
+        assert truncation(f_epochs, leo, hw, l_epochs, l_leo).truncate_to == expected, (f_epochs, leo, hw, l_epochs, l_leo)
