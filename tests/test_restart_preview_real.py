@@ -148,3 +148,9 @@ def test_report_has_the_before_you_restart_box(before):
     render_text(data, out)
     text = " ".join(out.getvalue().split())
     assert "Before you restart" in text and "run salvage first" in text and text.count("committed offset") >= 2
+
+
+def test_nothing_else_is_reported(before):
+    """The rebuilt snapshot is the incident and nothing more: the rebuilt bytes add no damage."""
+    kinds = {f["kind"] for f in before["doc"]["findings"] if f["severity"] in ("error", "warning")}
+    assert kinds == {"acked_data_loss", "replica_divergence", "unclean_leader_election", "consumer_read_lost_data"}, kinds
