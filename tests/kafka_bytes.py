@@ -6,12 +6,13 @@ it makes (test_codec_variants.py), so this builder is never the only judge of th
 
 from __future__ import annotations
 
+import struct
 from collections.abc import Callable
 
 from parsers.codecs import CODEC_NAMES
 from sample_data.writer.records import BatchSpec, Record, assemble_batch, encode_record, encode_records, varint
 
-__all__ = ["batch", "record", "varint"]
+__all__ = ["batch", "offset_commit", "record", "varint"]
 
 
 def record(offset_delta: int, ts_delta: int, key: bytes | None, value: bytes | None) -> bytes:
@@ -37,3 +38,16 @@ def batch(
     )
     raw = encode_records(spec)
     return assemble_batch(spec, compress(raw) if compress else raw)
+
+
+def _short_string(text: str) -> bytes:
+    b = text.encode()
+    return struct.pack(">h", len(b)) + b
+
+
+def offset_commit(group: str, topic: str, partition: int, offset: int, ts: int) -> Record:
+    """A ``__consumer_offsets`` commit: OffsetCommitKey v1 and OffsetCommitValue v1, byte by byte
+    from Kafka's message definitions (expiry a day after the commit)."""
+    key = struct.pack(">h", 1) + _short_string(group) + _short_string(topic) + struct.pack(">i", partition)
+    value = struct.pack(">h", 1) + struct.pack(">q", offset) + _short_string("") + struct.pack(">qq", ts, ts + 86_400_000)
+    return Record(key, value, ts)

@@ -18,6 +18,7 @@ import struct
 import pyarrow.parquet as pq
 import pytest
 from conftest import REAL
+from kafka_bytes import offset_commit as commit
 
 from analyzer.analyze import build
 from sample_data.writer.log import write_partition
@@ -27,12 +28,6 @@ from sample_data.writer.records import BatchSpec, Record
 def _s(text: str) -> bytes:
     b = text.encode()
     return struct.pack(">h", len(b)) + b
-
-
-def commit(group: str, topic: str, partition: int, offset: int, ts: int) -> Record:
-    key = struct.pack(">h", 1) + _s(group) + _s(topic) + struct.pack(">i", partition)
-    value = struct.pack(">h", 1) + struct.pack(">q", offset) + _s("") + struct.pack(">qq", ts, ts + 86_400_000)
-    return Record(key, value, ts)
 
 
 def txn(tid: str, pid: int, status: int, topic: str, parts: list[int], start: int, update: int, timeout: int) -> Record:
@@ -89,6 +84,17 @@ def test_consumer_commit_beyond_every_log_end_is_loss(story):
     assert {(r["group"], r["topic"], r["partition"], r["committed_offset"]) for r in rows} >= {("billing", "cf", 0, story["lost_to"])}
 
 
+def test_the_group_that_committed_past_the_log_end_read_lost_data(story):
+    """billing's commit on cf-0 is past every replica's end: it read records no replica holds (error);
+    its commit on the healthy cf-1, below the log end, is nothing."""
+    read = _kind(story["doc"], "consumer_read_lost_data")
+    assert len(read) == 1, read
+    f = read[0]
+    assert (f["severity"], f["topic"], f["partition"], f["first_offset"], f["last_offset"], f["records"]) == (
+        "error", "cf", 0, story["leo"]["cf-0"], story["lost_to"] - 1, story["lost_to"] - story["leo"]["cf-0"])
+    assert "billing" in f["explanation"] and "OFFSET_OUT_OF_RANGE" in f["explanation"] and f["salvage_brokers"] == []
+
+
 def test_transaction_left_open_by_the_coordinator_is_hanging(story):
     hang = _kind(story["doc"], "hanging_transaction")
     assert len(hang) == 1, hang
@@ -109,4 +115,4 @@ def test_logged_truncation_below_the_loaded_hw(story):
 
 def test_nothing_else_is_reported(story):
     kinds = {f["kind"] for f in story["doc"]["findings"] if f["severity"] in ("error", "warning")}
-    assert kinds == {"acked_data_loss", "hanging_transaction", "truncation_below_hw"}, story["doc"]["findings"]
+    assert kinds == {"acked_data_loss", "consumer_read_lost_data", "hanging_transaction", "truncation_below_hw"}, story["doc"]["findings"]

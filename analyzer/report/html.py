@@ -31,7 +31,7 @@ from .data import (
     severity_of,
 )
 from .figures import num, text
-from .summary import counted, evidence_line, finding_headline, problems_text, verdict
+from .summary import consumer_lines, counted, evidence_line, finding_headline, problems_text, restart_lines, verdict
 from .timeline import Event, event_text, leader_epoch_text, time_text
 
 MAX_MANIFEST_ROWS = 20_000
@@ -192,6 +192,10 @@ def build_context(data: ReportData) -> dict[str, Any]:
                 "worst": severity_of(items[0]) if items else None}
 
     views = [_finding_view(f) for items in groups.values() for f in items]
+    # the findings list's anchors are f-1, f-2 … in this order: the box links to them
+    anchors = {v["id"]: f"f-{i}" for i, v in enumerate(views, 1) if v["id"]}
+    restart = [{**line, "anchor": anchors.get(line["finding_id"] or "")} for line in restart_lines(data)]
+    consumers = [{**line, "anchor": anchors.get(line["finding_id"] or "")} for line in consumer_lines(data.findings)]
     missing = data.missing_tables
     missing_sentences = {
         "replica_logs": "replica_logs is missing: no log start / HW / recovery point / LEO markers or replica tables.",
@@ -212,6 +216,8 @@ def build_context(data: ReportData) -> dict[str, Any]:
         "problems_text": problems_text(ov["problems"]) if ov["problems"] is not None else "",
         "brokers": _brokers(data),
         "verdict": verdict(data.findings),
+        "restart": restart,
+        "consumers": consumers,
         "worst": min((severity_of(f) for f in data.findings), key=SEVERITIES.index, default=None),
         "findings": views,
         "severities": SEVERITIES,

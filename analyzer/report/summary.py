@@ -76,6 +76,23 @@ def verdict(findings: list[dict[str, Any]]) -> list[str]:
     return lines
 
 
+def restart_lines(data: Any) -> list[dict[str, Any]]:
+    """The "Before you restart" box: each restart_preview truncation that destroys records, in the
+    table's own sentence, with the finding whose range it destroys (``finding_id``)."""
+    df = data.table("restart_preview")
+    if df is None or "sentence" not in df.columns:
+        return []
+    rows = df[df["sentence"].notna()].sort_values(["topic", "partition", "broker"])
+    return [{"sentence": str(r["sentence"]), "finding_id": r.get("finding_id") if isinstance(r.get("finding_id"), str) else None}
+            for r in rows.to_dict("records")]
+
+
+def consumer_lines(findings: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """One row per consumer group that read lost or divergent records (``consumer_read_lost_data``)."""
+    return [{"sentence": str(f.get("explanation") or ""), "finding_id": f.get("id"), "severity": severity_of(f)}
+            for f in findings if f.get("kind") == "consumer_read_lost_data"]
+
+
 def finding_headline(finding: dict[str, Any]) -> str:
     """'acked_data_loss offsets 1000–1811 · 812 records · brokers 1, 2 · epochs 1, 2'."""
     parts = [str(finding.get("kind") or "finding")]

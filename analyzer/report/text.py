@@ -16,7 +16,7 @@ from rich.table import Table
 from rich.text import Text
 
 from .data import SEVERITIES, ReportData, findings_by_partition, human_bytes, overview, partition_name, severity_of
-from .summary import counted, evidence_line, finding_headline, problems_text, verdict
+from .summary import consumer_lines, counted, evidence_line, finding_headline, problems_text, restart_lines, verdict
 from .timeline import Event, alarming, event_text, evidence_text, time_text, where_text
 
 STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}
@@ -108,6 +108,21 @@ def render_text(data: ReportData, stream: TextIO) -> None:
     stream.flush()
 
 
+def _print_restart_box(console: Console, data: ReportData) -> None:
+    """What restarting each broker destroys, and the consumer groups that read lost records: what
+    an operator must act on before bringing brokers back."""
+    restart, consumers = restart_lines(data), consumer_lines(data.findings)
+    if not restart and not consumers:
+        return
+    console.print()
+    console.rule(Text("Before you restart", style="bold"), align="left")
+    for line in restart:
+        ref = f" [{line['finding_id']}]" if line["finding_id"] else ""
+        console.print(Text.assemble(("⚠ ", STYLE["error"]), line["sentence"], (ref, "dim")))
+    for line in consumers:
+        console.print(Text.assemble(("⚠ ", STYLE[line["severity"]]), line["sentence"], (f" [{line['finding_id']}]", "dim")))
+
+
 def _print_summary(console: Console, data: ReportData) -> None:
     console.rule(Text("kafka-forensics report", style="bold"), align="left")
     console.print(_overview_table(data))
@@ -116,6 +131,7 @@ def _print_summary(console: Console, data: ReportData) -> None:
     for i, line in enumerate(verdict(data.findings)):
         label = "Verdict: " if i == 0 else " " * len("Verdict: ")
         console.print(Text(label, style="bold") + Text(line, style=STYLE[worst] if worst else "bold green"))
+    _print_restart_box(console, data)
     groups = findings_by_partition(data.findings)
     if groups:
         console.print()

@@ -1,6 +1,9 @@
 """Committed data the cluster lost: offsets below a replica's checkpointed HW, or acknowledged in the
 producer ledger, that the surviving log lacks; and consumer commits beyond every replica's log end
-(consumers only read below the HW, so those offsets were committed data that is gone).
+(consumers only read below the HW, so those offsets were committed data that is gone); and the
+consumer groups whose latest commit lies inside or beyond a lost or divergent range
+(``consumer_read_lost``): they processed records the cluster no longer has, or will read others at
+the same offsets.
 
 The surviving log is the current leader's replica, decided by evidence (``jobs.replicas.survivors``):
 whatever it lacks is lost to the cluster even if another replica still has it on disk (that
@@ -19,13 +22,14 @@ from jobs.replicas.ledger import ledger_lost_offsets, lost_acks, lost_ledger_row
 from jobs.replicas.offset_ranges import islands
 from jobs.replicas.survivors import brokers_text, lost_on_every_candidate, surviving_log_text
 
-from .divergence import producer_entries
+from .divergence import divergence_findings, producer_entries
 from .model import Evidence, Finding
 
 KINDS = {
     "acked_data_loss": "error",
-    # reserved (the contract's vocabulary): no detector yet, see docs/findings.md
+    # error when the group read past records no replica holds any more (``consumer_read_lost``)
     "consumer_read_lost_data": "warning",
+    # reserved (the contract's vocabulary): no detector yet, see docs/findings.md
     "remote_log_gap": "error",
 }
 
@@ -163,6 +167,71 @@ def consumer_loss_findings(commits: list, rl: list, loss: list[Finding]) -> list
     return out
 
 
+def _interval_union(spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    out: list[tuple[int, int]] = []
+    for lo, hi in sorted(spans):
+        if out and lo <= out[-1][1] + 1:
+            out[-1] = (out[-1][0], max(out[-1][1], hi))
+        else:
+            out.append((lo, hi))
+    return out
+
+
+def _next_fetch(c: int, hit: list[Finding], leo: int | None) -> str:
+    """What the group's next fetch from ``c`` does against the surviving log (its LEO ``leo``)."""
+    if leo is not None and c > leo:
+        return (f"Its next fetch, at {c}, is beyond the surviving log's end ({leo}): OFFSET_OUT_OF_RANGE, and the group resets "
+                "by its auto.offset.reset (earliest re-reads from the log start, latest skips what is written until then).")
+    ends = [f.last_offset if f.kind == "replica_divergence" else min(f.last_offset, leo - 1) for f in hit
+            if f.kind == "replica_divergence" or leo is not None]
+    if ends and max(ends) >= c:
+        return (f"From offset {c} on it silently reads other records than the ones that were at offsets {c}-{max(ends)}: "
+                "the surviving log re-used those offsets.")
+    if leo is not None and any(leo > f.first_offset for f in hit):
+        return "It will never read the records the surviving log now holds at the offsets it committed past."
+    return ""
+
+
+def consumer_read_lost(commits: list, ranges: list[Finding], leo: dict[tuple[str, int], int | None]) -> list[Finding]:
+    """One ``consumer_read_lost_data`` per group and partition whose latest commit (``commits``: rows of
+    ``views.collect``) lies past the first offset of a lost (``acked_data_loss``) or divergent
+    (``replica_divergence``) range of ``ranges``: it has read records there. ``leo``: the surviving
+    log's LEO per partition (None when undetermined). Error when some of those records are held by
+    no replica any more (a loss range with no salvage broker), else warning. A commit at or below a
+    range's first offset (a group behind, or on a healthy partition) is nothing."""
+    by_part: dict[tuple, list[Finding]] = defaultdict(list)
+    for f in ranges:
+        if f.kind in ("acked_data_loss", "replica_divergence") and f.first_offset is not None and f.last_offset is not None:
+            by_part[(f.topic, f.partition)].append(f)
+    out = []
+    for cm in sorted(commits, key=lambda r: (r["topic"], r["partition"], r["group"])):
+        key, c = (cm["topic"], cm["partition"]), cm["committed_offset"]
+        hit = [f for f in by_part.get(key, []) if c is not None and c > f.first_offset]
+        if not hit:
+            continue
+        spans = _interval_union([(f.first_offset, min(f.last_offset, c - 1)) for f in hit])
+        gone = [f for f in hit if f.kind == "acked_data_loss" and not f.salvage_brokers]
+        salvage = sorted({b for f in hit for b in f.salvage_brokers})
+        what = ("records no replica holds any more" if gone else
+                f"records the surviving log lacks, still held by broker {brokers_text(salvage)} (salvageable)" if salvage else
+                f"offsets where replicas {brokers_text({b for f in hit for b in f.brokers})} hold different records "
+                "(it read whichever the broker it fetched from held)")
+        read = ", ".join(f"{lo}-{hi}" for lo, hi in spans)
+        ev = [Evidence(cm["broker"], cm["path"], cm["batch_position"],
+                       f"__consumer_offsets: group {cm['group']} committed offset {c}")]
+        ev += [Evidence(None, None, None, f"{f.kind} at offsets {f.first_offset}-{f.last_offset}: {f.explanation}") for f in hit[:3]]
+        out.append(Finding(
+            kind="consumer_read_lost_data", severity="error" if gone else "", topic=key[0], partition=key[1],
+            brokers=[b for f in hit for b in f.brokers], first_offset=spans[0][0], last_offset=spans[-1][1],
+            records=sum(hi - lo + 1 for lo, hi in spans), leader_epochs=[e for f in hit for e in f.leader_epochs],
+            evidence=ev, salvage_brokers=salvage,
+            surviving_broker=next((f.surviving_broker for f in hit if f.surviving_broker is not None), None),
+            explanation=f"Consumer group {cm['group']} committed offset {c} on {key[0]}-{key[1]}: it read past offsets {read}, "
+                        f"{what}. {_next_fetch(c, hit, leo.get(key))}".rstrip(),
+        ))
+    return out
+
+
 def _committed_ranges(case) -> list:
     if not case.survivors:
         return []
@@ -204,4 +273,7 @@ def find(case) -> list[Finding]:
     loss = hw_loss(case)
     h = case.history
     complete = [r for r in case.rl if (r["topic"], r["partition"]) in h["complete"]]
-    return loss + consumer_loss_findings(h["commits"], complete, loss)
+    loss = loss + consumer_loss_findings(h["commits"], complete, loss)
+    by_key = {(r["topic"], r["partition"], r["broker"]): r["leo"] for r in case.rl}
+    leo = {k: None if s["broker"] is None else by_key.get((*k, s["broker"])) for k, s in case.survivors.items()}
+    return loss + consumer_read_lost(h["commits"], loss + divergence_findings(case.ranges), leo)

@@ -11,6 +11,7 @@ from pathlib import Path
 
 from pyspark.sql import SparkSession
 
+from jobs.replicas import restart_preview
 from jobs.store.io import write_table
 
 from .case import Case
@@ -20,7 +21,8 @@ from .registry import DETECTORS
 
 def run(spark: SparkSession, out: Path, ledger: Path | None = None, stage: Callable[[str], None] = lambda name: None) -> list[Finding]:
     """Compute the job tables and findings of the ingested tables under ``out``; write the job
-    tables there and return the findings (the caller writes findings.json). ``stage`` is told the
+    tables there (restart_preview last, linking the findings) and return the findings (the caller
+    writes findings.json). ``stage`` is told the
     name of each step as it starts (``jobs.ingest.progress.Stages``)."""
     case = Case.open(spark, out, ledger, stage=stage)
     found = []
@@ -30,5 +32,8 @@ def run(spark: SparkSession, out: Path, ledger: Path | None = None, stage: Calla
     findings = finalize(found)
     stage("findings: writing")
     write_table(spark.createDataFrame(to_rows(findings), FINDINGS_SCHEMA).coalesce(1), out, "findings")
+    # after the findings: each truncation names the finding whose records it destroys
+    stage("restart preview")
+    write_table(restart_preview.build(case, findings).coalesce(1), out, "restart_preview")
     case.close()
     return findings

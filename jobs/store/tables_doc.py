@@ -11,8 +11,11 @@ from pathlib import Path
 
 from pyspark.sql.pandas.types import from_arrow_type
 
+from jobs.replicas.restart_preview import RESTART_PREVIEW_SCHEMA
 from jobs.store.tables import ALL_TABLES, PARTITION_BY, schema_of
 
+# Job tables written by `analyze` whose schema is fixed in code (the others follow their Spark jobs).
+JOB_SCHEMAS = {"restart_preview": RESTART_PREVIEW_SCHEMA}
 DOC = Path(__file__).resolve().parents[2] / "docs" / "tables.md"
 
 ABOUT = {
@@ -30,6 +33,8 @@ ABOUT = {
     "partition_metadata": "partition.metadata (topic id)",
     "meta_properties": "meta.properties of each log dir",
     "clean_shutdown": "one row per `.kafka_cleanshutdown` marker present",
+    "restart_preview": "per replica that is not its partition's surviving log: where it truncates when it rejoins as a follower "
+                       "(leader-epoch protocol, or the HW for logs without epochs), the records that destroys and who else holds them",
     "problems": "what every parser, the discovery and the archive reader found wrong, naming the file and byte position",
 }
 
@@ -44,15 +49,22 @@ def render() -> str:
         "",
     ]
     for name in ALL_TABLES:
-        schema = schema_of(name)
-        out += [f"## `{name}`", "", ABOUT.get(name, ""), ""]
-        if name in PARTITION_BY:
-            out += [f"Hive-style partitions: {', '.join(f'`{c}`' for c in PARTITION_BY[name])}.", ""]
-        out += ["| column | Spark SQL type | Arrow type |", "|---|---|---|"]
-        for field in schema:
-            out.append(f"| `{field.name}` | {from_arrow_type(field.type).simpleString()} | {field.type} |")
-        out.append("")
+        out += _section(name, schema_of(name))
+    out += ["# Tables written by `analyze`", ""]
+    for name, schema in JOB_SCHEMAS.items():
+        out += _section(name, schema)
     return "\n".join(out)
+
+
+def _section(name: str, schema) -> list[str]:
+    out = [f"## `{name}`", "", ABOUT.get(name, ""), ""]
+    if name in PARTITION_BY:
+        out += [f"Hive-style partitions: {', '.join(f'`{c}`' for c in PARTITION_BY[name])}.", ""]
+    out += ["| column | Spark SQL type | Arrow type |", "|---|---|---|"]
+    for field in schema:
+        out.append(f"| `{field.name}` | {from_arrow_type(field.type).simpleString()} | {field.type} |")
+    out.append("")
+    return out
 
 
 def main(argv: list[str]) -> int:
