@@ -274,8 +274,8 @@ def salvage(
     out: Annotated[Path, typer.Argument(metavar="DIR", help="An output directory written by analyze (findings.json, tables/files).")],
     file: Annotated[str, typer.Option("--out", metavar="FILE", help="Where the JSON Lines go (written atomically; never '-': "
                                       "payloads are not printed).")],
-    topic: Annotated[str | None, typer.Option("--topic", help="Only this topic.")] = None,
-    partition: Annotated[int | None, typer.Option("--partition", help="Only this partition.")] = None,
+    topic: Annotated[str | None, typer.Option("--topic", metavar="TOPIC", help="Only this topic.")] = None,
+    partition: Annotated[int | None, typer.Option("--partition", metavar="N", help="Only this partition.")] = None,
     format: SalvageFormat = "text",
     quiet: Quiet = False,
 ) -> None:

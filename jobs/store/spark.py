@@ -73,7 +73,9 @@ def sized_confs(input_bytes: int | None, cores: int) -> dict[str, str]:
             # (``spark.sql.codegen.factoryMode=NO_CODEGEN`` would save more, but it is a testing
             # conf and Spark's catalog cannot decode its Table objects without codegen)
             "spark.sql.codegen.wholeStage": "false",
-            "spark.driver.extraJavaOptions": "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC",
+            # (C1 alone reserves only 48 MB of code cache: Spark with the Hive catalog fills it, and
+            # then the JVM disables its compiler and interprets everything from there on)
+            "spark.driver.extraJavaOptions": "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC -XX:ReservedCodeCacheSize=240m",
         }
     return confs
 
