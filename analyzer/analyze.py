@@ -48,6 +48,7 @@ def build(inputs: list[Path], out: Path, ledger: Path | None = None, master: str
             "files": res.files,
             "bytes": res.bytes,
             "ledger": str(ledger) if ledger else None,
+            "changed_during_run": res.input_changes,
         }
         doc = document(findings, info)
         write_json(tmp / "findings.json", doc)
