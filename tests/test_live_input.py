@@ -21,12 +21,11 @@ import time
 from pathlib import Path
 
 import pytest
+from conftest import REAL, SHARED
 
 from jobs.ingest import discover as disc
 from jobs.ingest.tasks import parse_file
 from parsers.common import FileBytes
-
-from conftest import REAL, SHARED
 
 BROKER = REAL / "crash-only" / "broker-2"
 ROOT = Path(__file__).resolve().parents[1]
@@ -155,11 +154,105 @@ def test_changes_since_discovery_are_counted(listed):
 
 # --- a real broker, live ------------------------------------------------------------------------
 
-KAFKA = SHARED / "tools"
+KAFKA_TGZ = SHARED / "tools" / "kafka_2.13-3.6.2.tgz"
+# writes 200 lines of 500 bytes every 0.1 s until its reader goes away
+FEED = ("import sys, time\nline = b'x' * 499 + b'\\n'\nwhile True:\n"
+        "    sys.stdout.buffer.write(line * 200); sys.stdout.flush(); time.sleep(0.1)\n")
 
 
-def _kafka_home() -> Path | None:
-    for p in sorted(KAFKA.glob("kafka*")):
-        if (p / "bin" / "kafka-server-start.sh").exists():
-            return p
-    return None
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _port_open(port: int) -> bool:
+    with socket.socket() as s:
+        s.settimeout(1)
+        return s.connect_ex(("127.0.0.1", port)) == 0
+
+
+def _stop(proc: subprocess.Popen) -> None:
+    """SIGKILL: a single KRaft node's controlled shutdown waits a minute for a quorum; nothing
+    of this throwaway broker needs to survive."""
+    if proc.poll() is None:
+        os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+
+
+@pytest.fixture()
+def live_broker(tmp_path):
+    """A single-node KRaft Kafka 3.6.2 with 100 KB segments and 1 s retention, and a producer
+    writing to it the whole time: (its log dir, its own log dir, the broker process)."""
+    home = tmp_path / "kafka"
+    home.mkdir()
+    subprocess.run(["tar", "-xzf", str(KAFKA_TGZ), "-C", str(home)], check=True)
+    bin_ = next(home.glob("kafka_*")) / "bin"
+    port, cport = _free_port(), _free_port()
+    data, logs = tmp_path / "data", tmp_path / "kafka-logs"
+    props = tmp_path / "server.properties"
+    props.write_text("\n".join([
+        "process.roles=broker,controller", "node.id=1", f"controller.quorum.voters=1@127.0.0.1:{cport}",
+        f"listeners=PLAINTEXT://127.0.0.1:{port},CONTROLLER://127.0.0.1:{cport}",
+        "controller.listener.names=CONTROLLER", "inter.broker.listener.name=PLAINTEXT",
+        f"log.dirs={data}", "num.partitions=2", "offsets.topic.replication.factor=1",
+        "transaction.state.log.replication.factor=1", "transaction.state.log.min.isr=1",
+        "log.segment.bytes=102400", "log.retention.ms=1000", "log.retention.check.interval.ms=1000",
+        "log.segment.delete.delay.ms=0", "group.initial.rebalance.delay.ms=0", "",
+    ]))
+    env = {**os.environ, "KAFKA_HEAP_OPTS": "-Xmx256m -Xms64m", "LOG_DIR": str(logs),
+           "KAFKA_JVM_PERFORMANCE_OPTS": "-XX:+UseSerialGC -XX:TieredStopAtLevel=1"}
+    subprocess.run([str(bin_ / "kafka-storage.sh"), "format", "-t", "Zm9yZW5zaWNzLWxpdmUtMQ", "-c", str(props)],
+                   check=True, env=env, capture_output=True, timeout=120)
+    broker = subprocess.Popen([str(bin_ / "kafka-server-start.sh"), str(props)], env=env, stdout=subprocess.DEVNULL,
+                              stderr=subprocess.DEVNULL, start_new_session=True)
+    producer = feeder = None
+    said = open(tmp_path / "producer.out", "wb")  # noqa: SIM115 - closed below
+    try:
+        deadline = time.monotonic() + 120
+        while not _port_open(port):
+            assert broker.poll() is None, "the broker exited at start"
+            assert time.monotonic() < deadline, "the broker did not open its port"
+            time.sleep(1)
+        # ~1 MB/s of 500-byte records (kafka-producer-perf-test is not in this build: the console producer, fed at a rate)
+        feeder = subprocess.Popen([sys.executable, "-c", FEED], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                                  start_new_session=True)
+        producer = subprocess.Popen(
+            [str(bin_ / "kafka-console-producer.sh"), "--bootstrap-server", f"127.0.0.1:{port}", "--topic", "live",
+             "--producer-property", "acks=1", "--producer-property", "linger.ms=5"],
+            env={**env, "KAFKA_HEAP_OPTS": "-Xmx128m"}, stdin=feeder.stdout, stdout=said, stderr=subprocess.STDOUT,
+            start_new_session=True)
+        feeder.stdout.close()
+        deadline = time.monotonic() + 120  # until segments roll and retention deleted some
+        while not any(data.glob("live-*/*.log")) or sum(1 for _ in data.glob("live-*/*.log")) < 3:
+            assert broker.poll() is None, "the broker died"
+            assert producer.poll() is None, (tmp_path / "producer.out").read_text(errors="replace")[-2000:]
+            assert time.monotonic() < deadline, "no segments rolled"
+            time.sleep(1)
+        yield data, logs, broker, producer
+    finally:
+        for proc in (feeder, producer):
+            if proc is not None:
+                _stop(proc)
+        _stop(broker)
+        said.close()
+
+
+def test_analyze_a_live_broker(spark, live_broker, tmp_path, capsys):
+    """Analyze runs on the log dir of a broker that is serving traffic, rolling 100 KB segments
+    and deleting them after 1 s: each run completes (exit 0 or 1), says the input moved, and the
+    broker never logs an ERROR (nothing of ours locks or writes its files)."""
+    from analyzer.analyze import run_analyze
+
+    data, logs, broker, producer = live_broker
+    for run in range(2):
+        out = tmp_path / f"out-{run}"
+        code = run_analyze([data], out, fmt="text", progress=False, spark=spark, register_catalog=False)
+        assert code in (0, 1)
+        doc = json.loads((out / "findings.json").read_text())
+        moved = doc["input"]["changed_during_run"]
+        assert moved["files_changed"] + moved["files_removed"] > 0, moved
+        assert "Input changed" in capsys.readouterr().out
+        assert broker.poll() is None and producer.poll() is None, "the broker or its producer stopped"
+    errors = [line for p in logs.glob("*.log") for line in p.read_text(errors="replace").splitlines() if " ERROR " in line]
+    assert not errors, errors[:5]
