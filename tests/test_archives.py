@@ -237,3 +237,4 @@ def test_a_bundle_of_broker_tarballs_analyzes_like_the_tarballs(spark, tmp_path)
     assert together["input"]["files"] == apart["input"]["files"]
     assert {f["kind"] for f in apart["findings"]} >= {"acked_data_loss"}
     assert _without_paths(together) == _without_paths(apart)
+

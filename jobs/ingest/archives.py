@@ -201,6 +201,21 @@ def nested_kind(name: str) -> bool:
     return lower.endswith(".gz") and detect(name) != "broker_log"
 
 
+def _files_under(root: Path) -> list[Path]:
+    """The regular files under ``root``, found without recursion (3.11's ``os.walk`` recurses:
+    an archive of a thousand nested folders would raise RecursionError) nor following links."""
+    files: list[Path] = []
+    stack = [root]
+    while stack:
+        with os.scandir(stack.pop()) as it:
+            for e in it:
+                if e.is_dir(follow_symlinks=False):
+                    stack.append(Path(e.path))
+                elif e.is_file(follow_symlinks=False):
+                    files.append(Path(e.path))
+    return files
+
+
 def _holds_tar(path: Path) -> bool:
     """Whether a ``.gz`` (by name a single file) holds a tar, by reading its first header (a
     file of zeros reads as an empty tar: it is a file)."""
@@ -222,8 +237,7 @@ def _extract_nested(outer: _Source, root: Path, budget: _Budget, depth: int, max
     then the archives inside those, down to ``max_depth``. An inner archive that cannot be read
     stays as it is, with a problem row; one over a bound refuses everything (``ArchiveError``)."""
     problems: list[dict] = []
-    found = sorted(Path(here) / n for here, _dirs, names in os.walk(root) for n in names if nested_kind(n))
-    for path in found:
+    for path in sorted(p for p in _files_under(root) if nested_kind(p.name)):
         rel = path.relative_to(root).as_posix()
         inner = outer.inner(path, rel)
         if depth > max_depth:
