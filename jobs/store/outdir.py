@@ -140,9 +140,8 @@ def _cannot_write(out: Path, why: str, need: Callable[[], int] | None, existed: 
     return OutputError(f"cannot write {out}: {why}{needed}; {kept}")
 
 
-def _prepare(out: Path, need: Callable[[], int] | None) -> Path:
+def _prepare(out: Path, need: Callable[[], int] | None, existed: bool) -> Path:
     """Make the staging sibling of ``out``; a parent that cannot hold it is an ``OutputError``."""
-    existed = out.is_dir()
     try:
         out.parent.mkdir(parents=True, exist_ok=True)
         if out.exists() and not out.is_dir():
@@ -170,7 +169,7 @@ def staged_output(out: Path, need: Callable[[], int] | None = None) -> Iterator[
     needs, with the sibling removed and the previous DIR as it was."""
     out = Path(out).absolute()
     existed = out.is_dir()
-    tmp = _prepare(out, need)
+    tmp = _prepare(out, need, existed)
     try:
         yield tmp
         pause_point("before-swap")
