@@ -54,6 +54,7 @@ def build(inputs: list[Path], out: Path, ledger: Path | None = None, master: str
                 "bytes": res.bytes,
                 "ledger": str(ledger) if ledger else None,
                 "focus": focus.describe() if focus is not None else None,
+                "changed_during_run": res.input_changes,
             }
             doc = document(findings, info)
             write_json(tmp / "findings.json", doc)

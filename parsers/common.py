@@ -7,8 +7,9 @@ with the contract's finding vocabulary, so one damaged file never stops a whole 
 
 from __future__ import annotations
 
-import mmap
+import errno
 import os
+import stat
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
@@ -74,39 +75,75 @@ def empty_table(schema: pa.Schema) -> pa.Table:
     return schema.empty_table()
 
 
-class FileBytes:
-    """A read-only view of a file's bytes, memory-mapped where the OS allows it.
+class FileChanged(OSError):
+    """The file is not what discovery listed any more: shrunk, or no longer a regular file.
 
-    Evidence is never written: the file is opened O_RDONLY and mapped ACCESS_READ. A 0-byte
-    file cannot be mmapped, so it reads as b"". Use as a context manager so the map is closed.
+    A live broker's log dir changes while it is read (retention deletes segments, a follower
+    truncates, a roll trims the active segment's preallocated indexes); the caller turns this
+    into an ``unreadable_file`` problem naming the file, like any other unreadable file."""
+
+    def __init__(self, message: str):
+        super().__init__(errno.ESTALE, message)
+
+
+# Linux reads at most this many bytes in one read()/pread() call
+_MAX_READ = 0x7FFFF000
+_SPECIAL_FILES = ((stat.S_ISFIFO, "a fifo"), (stat.S_ISSOCK, "a socket"), (stat.S_ISCHR, "a character device"),
+                  (stat.S_ISBLK, "a block device"), (stat.S_ISDIR, "a directory"))
+
+
+def _pread_all(fd: int, size: int) -> bytes:
+    """The first ``size`` bytes of ``fd`` (fewer if the file ends sooner), in as few reads as the OS allows."""
+    parts: list[bytes] = []
+    done = 0
+    while done < size:
+        part = os.pread(fd, min(size - done, _MAX_READ), done)
+        if not part:
+            break
+        parts.append(part)
+        done += len(part)
+    return parts[0] if len(parts) == 1 else b"".join(parts)
+
+
+class FileBytes:
+    """A read-only copy of a file's bytes, read once with ``pread``.
+
+    Evidence is never written nor locked: the file is opened O_RDONLY. Why not ``mmap`` (as
+    before): the input may be a live broker's log dir, and a mapped file truncated by someone else
+    kills the reading process with SIGBUS on its next access; a copy cannot be pulled from under
+    the parser. The price is memory: the whole file is held while it is parsed (one segment,
+    at most ``log.segment.bytes`` = 1 GiB by default, per running task).
+
+    ``listed_size``: the size discovery saw. Only that many bytes are read (the active segment
+    grows while it is read; what was appended later is not part of what was listed), and a file
+    now smaller raises ``FileChanged``. The open is O_NONBLOCK and the file checked with ``fstat``
+    to still be a regular file: a fifo swapped in since discovery must neither block the open nor
+    be read; a listed file is opened O_NOFOLLOW too (discovery never follows links).
     """
 
-    def __init__(self, path: str | os.PathLike[str]):
+    def __init__(self, path: str | os.PathLike[str], listed_size: int | None = None):
         self.path = os.fspath(path)
-        self._fd = os.open(self.path, os.O_RDONLY | getattr(os, "O_BINARY", 0))
-        self._mm: mmap.mmap | None = None
+        flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_BINARY", 0) | getattr(os, "O_CLOEXEC", 0)
+        if listed_size is not None:
+            flags |= getattr(os, "O_NOFOLLOW", 0)
+        fd = os.open(self.path, flags)
         try:
-            size = os.fstat(self._fd).st_size
-            if size > 0:
-                self._mm = mmap.mmap(self._fd, 0, access=mmap.ACCESS_READ)
-                self.data: bytes | mmap.mmap | memoryview = self._mm
-            else:
-                self.data = b""
-        except BaseException:
-            os.close(self._fd)
-            raise
+            st = os.fstat(fd)
+            if not stat.S_ISREG(st.st_mode):
+                what = next((why for test, why in _SPECIAL_FILES if test(st.st_mode)), "not a regular file")
+                raise FileChanged(f"{what}, not a regular file" + (" (it was one when listed)" if listed_size is not None else ""))
+            want = st.st_size if listed_size is None else listed_size
+            if st.st_size < want:
+                raise FileChanged(f"shrank from {want} to {st.st_size} bytes since it was listed (truncated by a live broker?)")
+            self.data: bytes = _pread_all(fd, want) if want > 0 else b""
+            if len(self.data) < want:
+                raise FileChanged(f"shrank from {want} to {len(self.data)} bytes while it was read (truncated by a live broker?)")
+        finally:
+            os.close(fd)
 
     def close(self) -> None:
-        if self._mm is not None:
-            try:
-                self._mm.close()
-            except BufferError:
-                # numpy views still point into the map; the GC closes it with them.
-                pass
-            self._mm = None
-        if self._fd >= 0:
-            os.close(self._fd)
-            self._fd = -1
+        """Drop the copy (kept for the context-manager form every caller uses)."""
+        self.data = b""
 
     def __enter__(self) -> FileBytes:
         return self

@@ -18,7 +18,6 @@ Work is chunked (``chunk_bytes``) so a 1 GB segment streams through bounded memo
 from __future__ import annotations
 
 import binascii
-import mmap
 import zlib
 from collections.abc import Iterator
 
@@ -123,26 +122,9 @@ def iter_parse(
         if records:
             piece.extra["records"] = recs
         yield piece
-        _release(data, pos, nxt)
         pos = nxt
         if stop != K.STOP_LIMIT:
             return
-
-
-def _release(data, start: int, stop: int) -> None:
-    """Let the kernel drop mapped pages we are done with, so RSS stays bounded on huge segments.
-
-    Safe on a read-only shared mapping: a page touched again is re-read from the page cache.
-    """
-    if not isinstance(data, mmap.mmap) or not hasattr(mmap, "MADV_DONTNEED"):
-        return
-    first = start - start % mmap.PAGESIZE
-    length = (stop - first) - (stop - first) % mmap.PAGESIZE
-    if length > 0:
-        try:
-            data.madvise(mmap.MADV_DONTNEED, first, length)
-        except (OSError, ValueError):
-            pass
 
 
 def _stop_problem(buf: np.ndarray, pos: int, end: int, stop: int, problems: list[Problem]) -> None:

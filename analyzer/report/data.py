@@ -265,6 +265,7 @@ def overview(data: ReportData) -> dict[str, Any]:
         "focus": focus_text(data.findings_doc.get("input")),
         "master": (data.run or {}).get("master"),
         "problems": problems,  # None when the problems table is missing
+        "input_changes": (data.findings_doc.get("input") or {}).get("changed_during_run") or {},  # a live input
     }
 
 

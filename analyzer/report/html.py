@@ -17,6 +17,8 @@ from typing import Any
 import jinja2
 import pandas as pd
 
+from jobs.ingest.discover import changes_text
+
 from . import figures
 from .data import (
     SEVERITIES,
@@ -214,6 +216,7 @@ def build_context(data: ReportData) -> dict[str, Any]:
         "era": ov["era"],
         "bytes_text": human_bytes(ov["bytes"]),
         "problems_text": problems_text(ov["problems"]) if ov["problems"] is not None else "",
+        "changes_text": changes_text(ov["input_changes"]) or "",
         "brokers": _brokers(data),
         "verdict": verdict(data.findings),
         "restart": restart,

@@ -15,6 +15,8 @@ from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
 
+from jobs.ingest.discover import changes_text
+
 from .data import SEVERITIES, ReportData, findings_by_partition, human_bytes, overview, partition_name, severity_of
 from .summary import consumer_lines, counted, evidence_line, finding_headline, problems_text, restart_lines, verdict
 from .timeline import Event, alarming, event_text, evidence_text, time_text, where_text
@@ -56,6 +58,8 @@ def _overview_table(data: ReportData) -> Table:
         table.add_row("Input", ", ".join(ov["inputs"]))
     if ov["focus"]:
         table.add_row("Focus", ov["focus"])
+    if moved := changes_text(ov["input_changes"]):
+        table.add_row("Input changed", moved)
     if ov["problems"] is not None:
         table.add_row("Parser problems", problems_text(ov["problems"]))
     counts = ov["counts"]

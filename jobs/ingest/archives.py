@@ -6,6 +6,14 @@ broken. Every entry is checked before a byte is written: no absolute path, no ``
 entry becomes a problem row (``unsafe_archive_entry``), one warning line names it, and extraction
 goes on; the archive itself is only ever read.
 
+Support bundles nest (``incident.tar.gz`` holding ``broker-1.tar.gz``, ``broker-2.zip`` ...): an
+archive found inside (any of ``SUFFIXES``, or a plain ``.gz`` of one file) is unpacked in turn into
+a folder of its own name (``incident.tar.gz/broker-1.tar.gz/...``), with the same refusals, down to
+``MAX_DEPTH`` levels counting the outermost; deeper ones stay packed (a problem row says so).
+Gzipped broker logs (``server.log.1.gz``) are read gzipped and left alone. All levels share one
+budget: the entries and bytes of every level count against the bounds below, and the ratio is to
+the outermost archive's size.
+
 Bounds, so a hostile archive cannot exhaust disk, memory or time (a bound hit refuses the whole
 archive: ``ArchiveError`` with ``kind="unsafe_archive_entry"``, its partial extraction removed):
 - entries: at most ``MAX_ENTRIES`` (tar members are not kept in memory as they are read);
@@ -37,7 +45,10 @@ import stat
 import tarfile
 import zipfile
 import zlib
+from dataclasses import dataclass
 from pathlib import Path
+
+from parsers.files import detect
 
 log = logging.getLogger(__name__)
 
@@ -48,6 +59,8 @@ MAX_RATIO = 200  # unpacked bytes per archive byte, above RATIO_FLOOR
 RATIO_FLOOR = 8 << 30
 DISK_RESERVE = 256 << 20
 MAX_HEADER_READ = 16 << 20
+MAX_DEPTH = 3  # archive levels unpacked, the outermost included
+_UNPACKING = ".kf-unpacking"  # suffix of the folder a nested archive is unpacked into before it takes its name
 _COPY = 1 << 20
 # what reading a damaged compressed stream may raise besides OSError / TarError
 _STREAM_ERRORS = (OSError, EOFError, tarfile.TarError, zlib.error, lzma.LZMAError, zipfile.BadZipFile)
@@ -89,22 +102,41 @@ def _is_root(name: str) -> bool:
     return posixpath.normpath(name.replace("\\", "/")) == "."
 
 
-def _problem(archive: Path, entry: str, detail: str, kind: str = "unsafe_archive_entry") -> dict:
+@dataclass(frozen=True)
+class _Source:
+    """One archive being unpacked: the file read, and how rows and messages name it."""
+
+    path: Path
+    shown: str  # relative to the input root: "incident.tar.gz" or "incident.tar.gz/broker-1.zip"
+    said: str  # in messages: the input path for the outermost, ``shown`` below it
+
+    @classmethod
+    def outermost(cls, path: Path) -> _Source:
+        return cls(path, path.name, str(path))
+
+    def inner(self, path: Path, rel: str) -> _Source:
+        shown = f"{self.shown}/{rel}"
+        return _Source(path, shown, shown)
+
+
+def _problem(src: _Source, entry: str, detail: str, kind: str = "unsafe_archive_entry") -> dict:
     # repr: a name with a newline or odd bytes still makes one line
-    log.warning("%s: entry %r refused: %s", archive.name, text(entry), detail)
-    return {"path": text(f"{archive.name}/{entry}"), "position": 0, "kind": kind, "detail": detail}
+    log.warning("%s: entry %r refused: %s", text(src.shown), text(entry), detail)
+    return {"path": text(f"{src.shown}/{entry}"), "position": 0, "kind": kind, "detail": detail}
 
 
 class _Budget:
-    """The byte and entry bounds of one archive (see the module docstring)."""
+    """The byte and entry bounds of one archive and every archive inside it (see the module
+    docstring); ``archive`` names the one being unpacked, for the messages."""
 
     def __init__(self, archive: Path, dest: Path, max_entries: int, max_bytes: int):
-        self.archive, self.dest = archive, dest
+        self.archive, self.dest = str(archive), dest
         self.max_entries = max_entries
         size = archive.stat().st_size
         self.max_bytes = min(max_bytes, max(RATIO_FLOOR, MAX_RATIO * size))
         self.ratio_bound = self.max_bytes < max_bytes
         self.entries = self.bytes = 0
+        self.upfront_from = 0  # bytes counted before the current zip's declared sizes
 
     def entry(self) -> None:
         self.entries += 1
@@ -121,29 +153,130 @@ class _Budget:
             raise ArchiveError(f"{self.archive}: unpacks to {why} at entry {name!r}; refused "
                                "(extract it by hand and give the folder if it is genuine)", "unsafe_archive_entry")
         free = shutil.disk_usage(self.dest).free
-        if (self.bytes if upfront else size) > free - DISK_RESERVE:
+        if (self.bytes - self.upfront_from if upfront else size) > free - DISK_RESERVE:
             raise ArchiveError(f"{self.archive}: entry {name!r} ({size} bytes) does not fit in the free space "
                                f"of {self.dest} ({free} bytes); refused", "unsafe_archive_entry")
 
 
-def extract(archive: Path, dest: Path, max_entries: int = MAX_ENTRIES, max_bytes: int = MAX_BYTES) -> list[dict]:
-    """Extract ``archive`` under ``dest`` (created), refusing unsafe entries; returns problem rows.
+def extract(archive: Path, dest: Path, max_entries: int = MAX_ENTRIES, max_bytes: int = MAX_BYTES,
+            max_depth: int = MAX_DEPTH) -> list[dict]:
+    """Extract ``archive`` under ``dest`` (created), and the archives inside it down to
+    ``max_depth`` levels, refusing unsafe entries; returns problem rows.
 
-    Raises ``ArchiveError`` when the archive cannot be opened or exceeds a bound; ``dest`` is then
-    removed, so nothing of a refused archive is analyzed."""
+    Raises ``ArchiveError`` when the archive cannot be opened or exceeds a bound (at any level);
+    ``dest`` is then removed, so nothing of a refused archive is analyzed."""
     archive = Path(archive)
     dest.mkdir(parents=True, exist_ok=True)
+    src = _Source.outermost(archive)
     try:
         budget = _Budget(archive, dest, max_entries, max_bytes)
-        if archive.name.lower().endswith(".zip"):
-            return _extract_zip(archive, dest, budget)
-        return _extract_tar(archive, dest, budget)
+        problems = _extract_one(src, dest, budget)
+        return problems + _extract_nested(src, dest, budget, 2, max_depth)
     except ArchiveError:
         shutil.rmtree(dest, ignore_errors=True)
         raise
     except OSError as exc:  # the archive itself cannot be read
         shutil.rmtree(dest, ignore_errors=True)
         raise ArchiveError(f"{archive}: cannot read archive: {exc}") from None
+
+
+def _extract_one(src: _Source, dest: Path, budget: _Budget) -> list[dict]:
+    """One archive's own entries (not those of archives inside it) into ``dest``."""
+    budget.archive = src.said
+    dest.mkdir(parents=True, exist_ok=True)
+    name = src.path.name.lower()
+    if name.endswith(".zip"):
+        return _extract_zip(src, dest, budget)
+    if name.endswith(".gz") and not name.endswith((".tar.gz", ".tgz")) and not _holds_tar(src.path):
+        return _gunzip(src, dest, budget)
+    return _extract_tar(src, dest, budget)
+
+
+def nested_kind(name: str) -> bool:
+    """Whether a file found inside an archive is an archive to unpack in turn: any of
+    ``SUFFIXES``, or a plain ``.gz`` that is not a broker log (those are read gzipped)."""
+    lower = name.lower()
+    if lower.endswith(SUFFIXES):
+        return True
+    return lower.endswith(".gz") and detect(name) != "broker_log"
+
+
+def _files_under(root: Path) -> list[Path]:
+    """The regular files under ``root``, found without recursion (3.11's ``os.walk`` recurses:
+    an archive of a thousand nested folders would raise RecursionError) nor following links."""
+    files: list[Path] = []
+    stack = [root]
+    while stack:
+        with os.scandir(stack.pop()) as it:
+            for e in it:
+                if e.is_dir(follow_symlinks=False):
+                    stack.append(Path(e.path))
+                elif e.is_file(follow_symlinks=False):
+                    files.append(Path(e.path))
+    return files
+
+
+def _holds_tar(path: Path) -> bool:
+    """Whether a ``.gz`` (by name a single file) holds a tar, by reading its first header (a
+    file of zeros reads as an empty tar: it is a file)."""
+    try:
+        tf = _open_tar(path)
+    except (*_STREAM_ERRORS, ValueError):
+        return False
+    try:
+        return tf.next() is not None
+    except (*_STREAM_ERRORS, ValueError):
+        return False
+    finally:
+        tf._kf_raw.close()
+        tf.close()
+
+
+def _extract_nested(outer: _Source, root: Path, budget: _Budget, depth: int, max_depth: int) -> list[dict]:
+    """Unpack every archive extracted under ``root`` (from ``outer``) into a folder of its name,
+    then the archives inside those, down to ``max_depth``. An inner archive that cannot be read
+    stays as it is, with a problem row; one over a bound refuses everything (``ArchiveError``)."""
+    problems: list[dict] = []
+    for path in sorted(p for p in _files_under(root) if nested_kind(p.name)):
+        rel = path.relative_to(root).as_posix()
+        inner = outer.inner(path, rel)
+        if depth > max_depth:
+            problems.append(_problem(outer, rel, f"an archive nested more than {max_depth} levels deep; not unpacked "
+                                                 "(extract it by hand to analyze it)", "unreadable_file"))
+            continue
+        into = path.with_name(path.name + _UNPACKING)
+        try:
+            got = _extract_one(inner, into, budget)
+        except ArchiveError as exc:
+            shutil.rmtree(into, ignore_errors=True)
+            if exc.kind != "unreadable_file":
+                raise
+            log.warning("%s", exc)
+            problems.append({"path": text(inner.shown), "position": 0, "kind": exc.kind, "detail": str(exc)})
+            continue
+        except OSError as exc:
+            shutil.rmtree(into, ignore_errors=True)
+            problems.append({"path": text(inner.shown), "position": 0, "kind": "unreadable_file",
+                             "detail": f"cannot read archive: {exc}"})
+            continue
+        path.unlink()
+        into.rename(path)
+        problems += got + _extract_nested(inner, path, budget, depth + 1, max_depth)
+    return problems
+
+
+def _gunzip(src: _Source, dest: Path, budget: _Budget) -> list[dict]:
+    """A plain ``.gz`` of one file: the file, named without ``.gz``, into ``dest``. Its size is
+    only known by inflating it, so the budget counts each block before it is written."""
+    name = src.path.name[:-3]
+    try:
+        with gzip.open(src.path, "rb") as gz, open(dest / name, "wb") as out:
+            _copy_sparse(gz, out, lambda n: budget.add(name, n))
+    except _STREAM_ERRORS as exc:
+        if isinstance(exc, OSError) and exc.errno is not None:  # the disk, not the stream
+            return [_write_error(src, name, exc)]
+        raise ArchiveError(f"{src.said}: cannot open archive: {exc}") from None
+    return []
 
 
 class _CappedReader:
@@ -192,10 +325,13 @@ def _open_tar(archive: Path) -> tarfile.TarFile:
     return tf
 
 
-def _copy_sparse(src, out) -> int:
-    """Copy ``src`` to ``out`` writing all-zero blocks as holes; returns the bytes copied."""
+def _copy_sparse(src, out, count=None) -> int:
+    """Copy ``src`` to ``out`` writing all-zero blocks as holes; returns the bytes copied.
+    ``count(n)`` is told each block's size before it is written (a bound may refuse it)."""
     n = 0
     while chunk := src.read(_COPY):
+        if count is not None:
+            count(len(chunk))
         if chunk.count(0) == len(chunk):
             out.seek(len(chunk), os.SEEK_CUR)
         else:
@@ -205,20 +341,21 @@ def _copy_sparse(src, out) -> int:
     return n
 
 
-def _write_error(archive: Path, name: str, exc: OSError) -> dict:
+def _write_error(src: _Source, name: str, exc: OSError) -> dict:
     """One entry that cannot be written (name too long, a file where a folder should be...);
     a full disk is not per entry: it ends the archive."""
     if exc.errno in (errno.ENOSPC, errno.EDQUOT):
-        raise ArchiveError(f"{archive}: no space left while extracting {name!r}", "unsafe_archive_entry") from None
-    return _problem(archive, name, f"cannot be written: {exc.strerror or exc}")
+        raise ArchiveError(f"{src.said}: no space left while extracting {name!r}", "unsafe_archive_entry") from None
+    return _problem(src, name, f"cannot be written: {exc.strerror or exc}")
 
 
-def _extract_tar(archive: Path, dest: Path, budget: _Budget) -> list[dict]:
+def _extract_tar(src: _Source, dest: Path, budget: _Budget) -> list[dict]:
     problems: list[dict] = []
+    archive = src.path
     try:
         tf = _open_tar(archive)
     except _STREAM_ERRORS as exc:
-        raise ArchiveError(f"{archive}: cannot open archive: {exc}") from None
+        raise ArchiveError(f"{src.said}: cannot open archive: {exc}") from None
     links: list[tuple[str, str, str]] = []
     with tf:
         try:
@@ -232,7 +369,7 @@ def _extract_tar(archive: Path, dest: Path, budget: _Budget) -> list[dict]:
                     continue
                 rel = _safe_name(member.name)
                 if rel is None:
-                    problems.append(_problem(archive, member.name, "entry path is absolute or climbs out of the archive root"))
+                    problems.append(_problem(src, member.name, "entry path is absolute or climbs out of the archive root"))
                     continue
                 target = dest / rel
                 try:
@@ -240,67 +377,61 @@ def _extract_tar(archive: Path, dest: Path, budget: _Budget) -> list[dict]:
                         target.mkdir(parents=True, exist_ok=True)
                     elif member.isfile():
                         target.parent.mkdir(parents=True, exist_ok=True)
-                        src = tf.extractfile(member)
-                        with src, open(target, "wb") as out:
-                            _copy_sparse(src, out)
+                        data = tf.extractfile(member)
+                        with data, open(target, "wb") as out:
+                            _copy_sparse(data, out)
                         os.utime(target, (member.mtime, member.mtime))
-                        _nested_archive_note(archive, member.name)
                     elif member.issym() or member.islnk():
                         # a symlink is relative to its own folder, a hard link to the archive root
                         base = posixpath.dirname(rel) if member.issym() else ""
                         link = member.linkname.replace("\\", "/")
                         resolved = None if link.startswith("/") else _safe_name(posixpath.join(base, link))
                         if resolved is None:
-                            problems.append(_problem(archive, member.name, f"link to {member.linkname!r} leaves the archive root"))
+                            problems.append(_problem(src, member.name, f"link to {member.linkname!r} leaves the archive root"))
                             continue
                         links.append((member.name, rel, resolved))
                     else:
-                        problems.append(_problem(archive, member.name, "device, fifo or other special file refused"))
+                        problems.append(_problem(src, member.name, "device, fifo or other special file refused"))
                 except OSError as exc:
                     if exc.errno is None:  # the stream, not the disk (gzip.BadGzipFile)
                         raise
-                    problems.append(_write_error(archive, member.name, exc))
+                    problems.append(_write_error(src, member.name, exc))
         except ArchiveError:
             raise
         except _STREAM_ERRORS as exc:
-            log.warning("%s: archive truncated or corrupt, the rest is not read: %s", archive.name, exc)
-            problems.append({"path": text(archive.name), "position": 0, "kind": "unreadable_file",
+            log.warning("%s: archive truncated or corrupt, the rest is not read: %s", text(src.shown), exc)
+            problems.append({"path": text(src.shown), "position": 0, "kind": "unreadable_file",
                              "detail": f"archive truncated or corrupt: {exc}"})
         finally:
             tf._kf_raw.close()
     # links become copies of regular files already extracted (never links on disk); the copies
     # count against the byte bound (a thousand hard links to one big file are a bomb too)
     for name, rel, resolved in links:
-        src = dest / resolved
-        if src.is_file() and not src.is_symlink():
-            budget.add(name, src.stat().st_size)
+        copied = dest / resolved
+        if copied.is_file() and not copied.is_symlink():
+            budget.add(name, copied.stat().st_size)
             try:
                 (dest / rel).parent.mkdir(parents=True, exist_ok=True)
-                shutil.copy2(src, dest / rel)
+                shutil.copy2(copied, dest / rel)
             except OSError as exc:
-                problems.append(_write_error(archive, name, exc))
+                problems.append(_write_error(src, name, exc))
         else:
-            problems.append(_problem(archive, name, f"link target {resolved!r} is not a regular file in the archive"))
+            problems.append(_problem(src, name, f"link target {resolved!r} is not a regular file in the archive"))
     return problems
 
 
-def _nested_archive_note(archive: Path, name: str) -> None:
-    """Archives inside archives are not opened (one level only: no recursion to bound)."""
-    if name.lower().endswith(SUFFIXES):
-        log.warning("%s: entry %r is an archive inside the archive; it is not unpacked (extract it by hand to analyze it)",
-                    archive.name, text(name))
-
-
-def _extract_zip(archive: Path, dest: Path, budget: _Budget) -> list[dict]:
+def _extract_zip(src: _Source, dest: Path, budget: _Budget) -> list[dict]:
     problems: list[dict] = []
     try:
-        zf = zipfile.ZipFile(archive)
+        zf = zipfile.ZipFile(src.path)
     except (*_STREAM_ERRORS, ValueError) as exc:
-        raise ArchiveError(f"{archive}: cannot open archive: {exc}") from None
+        raise ArchiveError(f"{src.said}: cannot open archive: {exc}") from None
     with zf:
         infos = zf.infolist()
-        if len(infos) > budget.max_entries:
-            raise ArchiveError(f"{archive}: more than {budget.max_entries} entries; refused", "unsafe_archive_entry")
+        if budget.entries + len(infos) > budget.max_entries:
+            raise ArchiveError(f"{src.said}: more than {budget.max_entries} entries; refused", "unsafe_archive_entry")
+        budget.entries += len(infos)
+        budget.upfront_from = budget.bytes
         for info in infos:  # the declared sizes, all checked before anything is inflated
             budget.add(info.filename, info.file_size, upfront=True)
         for info in infos:
@@ -308,11 +439,11 @@ def _extract_zip(archive: Path, dest: Path, budget: _Budget) -> list[dict]:
                 continue
             rel = _safe_name(info.filename)
             if rel is None:
-                problems.append(_problem(archive, info.filename, "entry path is absolute or climbs out of the archive root"))
+                problems.append(_problem(src, info.filename, "entry path is absolute or climbs out of the archive root"))
                 continue
             mode = info.external_attr >> 16
             if mode and (stat.S_ISLNK(mode) or stat.S_ISCHR(mode) or stat.S_ISBLK(mode) or stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode)):
-                problems.append(_problem(archive, info.filename, "link or special file refused"))
+                problems.append(_problem(src, info.filename, "link or special file refused"))
                 continue
             target = dest / rel
             try:
@@ -320,16 +451,15 @@ def _extract_zip(archive: Path, dest: Path, budget: _Budget) -> list[dict]:
                     target.mkdir(parents=True, exist_ok=True)
                     continue
                 target.parent.mkdir(parents=True, exist_ok=True)
-                with zf.open(info) as src, open(target, "wb") as out:
-                    _copy_sparse(src, out)  # zipfile stops at the declared size and checks the CRC
-                _nested_archive_note(archive, info.filename)
+                with zf.open(info) as data, open(target, "wb") as out:
+                    _copy_sparse(data, out)  # zipfile stops at the declared size and checks the CRC
             except ArchiveError:
                 raise
             except (zipfile.BadZipFile, EOFError, zlib.error, NotImplementedError, RuntimeError) as exc:
-                problems.append(_problem(archive, info.filename, f"cannot be read: {exc}", "unreadable_file"))
+                problems.append(_problem(src, info.filename, f"cannot be read: {exc}", "unreadable_file"))
             except OSError as exc:
                 if exc.errno is None:
-                    problems.append(_problem(archive, info.filename, f"cannot be read: {exc}", "unreadable_file"))
+                    problems.append(_problem(src, info.filename, f"cannot be read: {exc}", "unreadable_file"))
                 else:
-                    problems.append(_write_error(archive, info.filename, exc))
+                    problems.append(_write_error(src, info.filename, exc))
     return problems

@@ -29,6 +29,7 @@ from jobs.ingest import archives
 from jobs.ingest.archives import text
 from jobs.ingest.focus import Focus
 from parsers.broker_log import node_from_name
+from parsers.common import FileBytes
 from parsers.files import KINDS, detect
 from parsers.meta_properties import parse as parse_meta
 from parsers.names import FIXED_NAMES, parse_partition_dir
@@ -209,7 +210,8 @@ def _read_meta(ld: LogDir, problems: list[dict]) -> None:
         return
     rel = f"{ld.rel}/meta.properties"
     try:
-        parsed = parse_meta(meta.read_bytes(), rel)
+        with FileBytes(meta, listed_size=os.lstat(meta).st_size) as fb:  # no fifo swapped in can block it
+            parsed = parse_meta(fb.data, rel)
     except OSError as exc:
         problems.append({"path": rel, "position": 0, "kind": "unreadable_file", "detail": str(exc)})
         return
@@ -488,6 +490,45 @@ def discover_inputs(inputs: list[Path], work_dir: Path, focus: Focus | None = No
     found.problems[:0] = problems
     found.seconds = time.monotonic() - t0
     return found
+
+
+MAX_CHANGE_EXAMPLES = 5
+
+
+def changes_since(files: list[FileEntry]) -> dict:
+    """Which listed files moved since discovery (size or mtime changed, or gone), by a fresh
+    ``lstat`` of each: a live broker's log dir (retention deleting, segments rolling, the active
+    segment growing) is read as it was listed, and the report must say the ground moved.
+    Files extracted from an archive are ours and cannot move: not looked at."""
+    changed, removed, examples = 0, 0, []
+    for f in files:
+        if f.archive is not None:
+            continue
+        try:
+            st = os.lstat(f.abs_path)
+        except FileNotFoundError:
+            removed += 1
+            what = "removed"
+        except OSError:
+            continue
+        else:
+            if st.st_size == f.size and int(st.st_mtime * 1000) == f.mtime_ms:
+                continue
+            changed += 1
+            what = f"{f.size} -> {st.st_size} bytes" if st.st_size != f.size else "modified"
+        if len(examples) < MAX_CHANGE_EXAMPLES:
+            examples.append(f"{f.path} ({what})")
+    return {"files_changed": changed, "files_removed": removed, "examples": examples}
+
+
+def changes_text(changes: dict) -> str | None:
+    """One sentence for the report and the log when the input moved while it was read, else None."""
+    changed, removed = changes.get("files_changed") or 0, changes.get("files_removed") or 0
+    if not changed and not removed:
+        return None
+    return (f"the input changed while it was read (a live broker?): {changed} files changed and {removed} removed "
+            f"since discovery, e.g. {', '.join(changes.get('examples') or [])}; each file was read as it was listed, "
+            "up to its listed size")
 
 
 def parseable(kind: str | None) -> bool:

@@ -64,6 +64,7 @@ class IngestResult:
     rows: dict[str, int] = field(default_factory=dict)
     seconds: dict[str, float] = field(default_factory=dict)
     problems: int = 0
+    input_changes: dict = field(default_factory=dict)  # discover.changes_since at the end of parsing
 
 
 def group_bytes_for(total_bytes: int, parallelism: int) -> int:
@@ -168,6 +169,9 @@ def ingest(spark: SparkSession, inputs: list[Path], work_dir: Path, payloads: bo
             counts = task_df.mapInArrow(_parse_write(tables_dir, payloads, files_acc, bytes_acc, parse_acc, focus),
                                         _spark_schema(COUNTS_SCHEMA)).collect()
     seconds["parse"] = time.monotonic() - t1
+    changes = disc.changes_since(found.files)
+    if said := disc.changes_text(changes):
+        log.warning("%s", said)
     seconds["task_parse"] = parse_acc.value  # summed over tasks: reading, hashing, parsing only
     seconds["task_write"] = sum(r["write_seconds"] for r in counts)  # summed over tasks: Parquet writes
 
@@ -193,4 +197,4 @@ def ingest(spark: SparkSession, inputs: list[Path], work_dir: Path, payloads: bo
     seconds["write"] = time.monotonic() - t2
     shutil.rmtree(work_dir / disc.WORK, ignore_errors=True)
     seconds["total"] = time.monotonic() - t0
-    return IngestResult(work_dir, brokers, len(found.files), total_bytes, len(tasks), rows, seconds, rows["problems"])
+    return IngestResult(work_dir, brokers, len(found.files), total_bytes, len(tasks), rows, seconds, rows["problems"], changes)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
+import os
 import platform
 import subprocess
 import sys
@@ -20,7 +21,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from jobs.store.outdir import staged_output
+from jobs.store.outdir import no_room, staged_output
 
 from .discover import discover_inputs
 from .focus import Focus
@@ -75,10 +76,12 @@ def staged_ingest(inputs: list[Path], out: Path, master: str = "local[*]", paylo
     fresh process; ``register=False`` leaves it to the first ``sql`` use. ``focus``: only those
     partitions (run.json says so)."""
     inputs = [Path(p) for p in inputs]
-    with staged_output(out) as tmp:
+    from jobs.store.spark import input_bytes
+
+    with staged_output(out, need=lambda: input_bytes(inputs)) as tmp:
         found = discover_inputs(inputs, tmp, focus)
         from jobs.store import catalog
-        from jobs.store.spark import get_session
+        from jobs.store.spark import get_session, stop_jvm
 
         from .pipeline import ingest
 
@@ -86,15 +89,23 @@ def staged_ingest(inputs: list[Path], out: Path, master: str = "local[*]", paylo
         own = spark is None and register
         session = spark or get_session(master, input_bytes=size, catalog_dir=catalog.catalog_dir(tmp) if own else None)
         registrar = catalog.Registrar(session, tmp, out).start() if own else None
-        result = ingest(session, inputs, tmp, payloads=payloads, progress=progress, found=found, focus=focus)
-        if registrar is not None:
-            registrar.add(catalog.table_names(tmp))  # registered while the block's jobs run
-        staged = Staged(session, tmp, result, run_info(inputs, master, result))
-        staged.run_info["focus"] = focus.describe() if focus is not None else None
-        yield staged
-        staged.write_run_json()
-        if registrar is not None:
-            registrar.finish()
+        try:
+            result = ingest(session, inputs, tmp, payloads=payloads, progress=progress, found=found, focus=focus)
+            if registrar is not None:
+                registrar.add(catalog.table_names(tmp))  # registered while the block's jobs run
+            staged = Staged(session, tmp, result, run_info(inputs, master, result))
+            staged.run_info["focus"] = focus.describe() if focus is not None else None
+            yield staged
+            staged.write_run_json()
+            if registrar is not None:
+                registrar.finish()
+        except Exception as exc:
+            code = no_room(exc)
+            if spark is None and code is not None:  # the tasks still running write into tmp: stop them first
+                logging.disable(logging.CRITICAL)  # py4j logs each call the dead JVM breaks
+                stop_jvm()
+                raise OSError(code, os.strerror(code)) from None  # its text came from the JVM, now gone
+            raise
     result.out = Path(out)
     log.info("%d files, %.1f MB, %d brokers in %.1f s -> %s", result.files, result.bytes / 1e6, len(result.brokers),
              result.seconds.get("total", 0), out)

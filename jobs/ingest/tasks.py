@@ -117,7 +117,7 @@ def records_table(records: pa.Table, batches: pa.Table, f: dict, payloads: bool)
 
 
 class _Hasher:
-    """SHA-256 of a mapped file, kept just behind the parser's cursor so each byte is read once."""
+    """SHA-256 of a file's bytes, kept just behind the parser's cursor so each byte is read once."""
 
     def __init__(self, data):
         self.view = memoryview(data) if len(data) else memoryview(b"")
@@ -145,7 +145,7 @@ def parse_file(f: dict, payloads: bool = False) -> Iterator[tuple[str, pa.Table]
     sha = None
     problems: list[tuple[int, str, str]] = []
     try:
-        with FileBytes(f["abs_path"]) as fb:
+        with FileBytes(f["abs_path"], listed_size=f["size"]) as fb:
             hasher = _Hasher(fb.data)
             if kind in SEGMENT_KINDS:
                 base = base_offset_from_name(f["path"])
@@ -178,13 +178,21 @@ def parse_file(f: dict, payloads: bool = False) -> Iterator[tuple[str, pa.Table]
                     yield "problems", conform(piece.problems, "problems", f)
             sha = hasher.hexdigest()
     except OSError as exc:
-        problems.append((0, "unreadable_file", f"{type(exc).__name__}: {exc.strerror or exc}"))
+        problems.append((0, "unreadable_file", unreadable_detail(exc)))
     except Exception as exc:  # a parser bug must not stop the run: name the file, keep going
         where = traceback.extract_tb(exc.__traceback__)[-1]
         problems.append((0, "parser_error", f"{type(exc).__name__}: {exc} (at {where.filename.rsplit('/', 1)[-1]}:{where.lineno})"))
     if problems:
         yield "problems", problem_rows(f, problems)
     yield "files", files_row(f, sha)
+
+
+def unreadable_detail(exc: OSError) -> str:
+    """Why a listed file could not be read. Gone since discovery is said as such: in a live
+    broker's log dir retention deletes segments (renamed ``.deleted``, then removed) all the time."""
+    if isinstance(exc, FileNotFoundError):
+        return f"{type(exc).__name__}: removed since it was listed (deleted by a live broker's retention or roll?)"
+    return f"{type(exc).__name__}: {exc.strerror or exc}"
 
 
 def problem_rows(f: dict, rows: list[tuple[int, str, str]]) -> pa.Table:

@@ -18,12 +18,13 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import ctypes.util
+import errno
 import logging
 import os
 import shutil
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 log = logging.getLogger(__name__)
@@ -105,24 +106,79 @@ def swap_in(tmp: Path, out: Path) -> None:
     shutil.rmtree(old, ignore_errors=True)
 
 
+class OutputError(ValueError):
+    """DIR cannot be written: its filesystem is full or read-only, a file is in the way... The
+    CLI prints it as one line and exits 2 (what the run needed is not there, like bad input)."""
+
+
+# errors of a write that say the output has no room or no way in (errno -> how to say it)
+_NO_ROOM = {errno.ENOSPC: "no space left on the device", errno.EDQUOT: "disk quota exceeded",
+            errno.EFBIG: "a file grew over the file size limit", errno.EROFS: "the filesystem is read-only"}
+_NO_WAY_IN = {errno.EACCES: "permission denied", errno.EPERM: "operation not permitted",
+              errno.ENOTDIR: "a path component is a file, not a directory", errno.EEXIST: "a file is in the way"}
+
+
+def no_room(exc: BaseException) -> int | None:
+    """The errno (a key of ``_NO_ROOM``) when ``exc`` says DIR cannot be written, else None. An
+    OSError of ours carries it; a task's error comes back from Spark as text (a Python worker's
+    ``OSError: [Errno 28] ...`` or the JVM's ``IOException: No space left on device``), so the
+    C library's words for the same errnos are looked for in it."""
+    if isinstance(exc, OSError):
+        return exc.errno if exc.errno in _NO_ROOM else None
+    if not isinstance(exc, Exception):
+        return None
+    try:
+        said = str(exc)  # a py4j error asks its JVM for the text
+    except Exception:
+        return None
+    return next((code for code in _NO_ROOM if os.strerror(code) in said), None)
+
+
+def _cannot_write(out: Path, why: str, need: Callable[[], int] | None, existed: bool) -> OutputError:
+    needed = f"; it needs about {need()} bytes free there (the size of the input)" if need is not None else ""
+    kept = f"the previous {out} is unchanged" if existed else "nothing was written"
+    return OutputError(f"cannot write {out}: {why}{needed}; {kept}")
+
+
+def _prepare(out: Path, need: Callable[[], int] | None, existed: bool) -> Path:
+    """Make the staging sibling of ``out``; a parent that cannot hold it is an ``OutputError``."""
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        if out.exists() and not out.is_dir():
+            raise NotADirectoryError(f"{out} exists and is not a directory")
+        recover(out)
+        tmp = out.parent / f"{out.name}.tmp-{os.getpid()}"
+        shutil.rmtree(tmp, ignore_errors=True)
+        tmp.mkdir()
+    except OSError as exc:
+        why = _NO_ROOM.get(exc.errno) or _NO_WAY_IN.get(exc.errno)
+        if why is None:
+            raise
+        if exc.filename and os.fspath(exc.filename) != os.fspath(out):
+            why = f"{why} ({exc.filename})"
+        raise _cannot_write(out, why, need, existed) from None
+    return tmp
+
+
 @contextlib.contextmanager
-def staged_output(out: Path) -> Iterator[Path]:
-    """Yield a fresh sibling of ``out`` to build in; swap it in when the block succeeds."""
+def staged_output(out: Path, need: Callable[[], int] | None = None) -> Iterator[Path]:
+    """Yield a fresh sibling of ``out`` to build in; swap it in when the block succeeds.
+
+    A full or unwritable filesystem (when the sibling is made, or any time in the block: see
+    ``no_room``) ends as one ``OutputError`` naming DIR and the bytes ``need()`` estimates it
+    needs, with the sibling removed and the previous DIR as it was."""
     out = Path(out).absolute()
-    out.parent.mkdir(parents=True, exist_ok=True)
-    if out.exists() and not out.is_dir():
-        raise NotADirectoryError(f"{out} exists and is not a directory")
-    recover(out)
-    tmp = out.parent / f"{out.name}.tmp-{os.getpid()}"
-    shutil.rmtree(tmp, ignore_errors=True)
-    tmp.mkdir()
+    existed = out.is_dir()
+    tmp = _prepare(out, need, existed)
     try:
         yield tmp
         pause_point("before-swap")
         # an exception in the swap (Ctrl-C while the previous results are removed) leaves in tmp
         # either the new results not swapped in or the previous ones half removed: drop it too
         swap_in(tmp, out)
-    except BaseException:
+    except BaseException as exc:
         shutil.rmtree(tmp, ignore_errors=True)
+        if (code := no_room(exc)) is not None:
+            raise _cannot_write(out, _NO_ROOM[code], need, existed) from None
         raise
     pause_point("after-swap")
