@@ -42,6 +42,8 @@ def catalog_confs(catalog_dir: Path) -> dict[str, str]:
         # partitioned tables (records, batches: by topic) list their partition folders at query
         # time, so registering them needs no MSCK REPAIR and no files at their final place yet
         "spark.sql.hive.manageFilesourcePartitions": "false",
+        # a metastore that cannot start (a full disk) fails at once instead of retrying for 20 s
+        "spark.hadoop.hive.hmshandler.retry.attempts": "1",
         "spark.driver.extraJavaOptions": java_opts,
     }
 
