@@ -120,6 +120,8 @@ STORIES = {  # the kinds each story must produce on its incident partition (part
     "kafka-1211-divergence": {"replica_divergence", "acked_data_loss", "truncation_below_hw", "leader_epoch_conflict"},
     "unclean-election": {"acked_data_loss", "truncation_below_hw", "unclean_leader_election"},
     "acks-all-min-isr-1": {"replica_divergence", "acked_data_loss", "unclean_leader_election", "unclean_shutdown"},
+    "crash-lost-unflushed": {"replica_divergence", "acked_data_loss", "truncation_below_hw", "committed_data_lost_in_crash",
+                             "unclean_shutdown"},
     "torn-write": {"torn_tail", "unclean_shutdown"},
     "index-corruption": {"index_mismatch"},
     "double-failover-kip-279": {"replica_divergence", "acked_data_loss", "unclean_leader_election"},

@@ -119,16 +119,21 @@ def unclean_elections(cluster: Cluster) -> list[dict]:
             for r in cluster.ledger
         ):
             sources.append("ledger")  # acked offsets at or after the new epoch's start
-        reps = [cluster.replica(b, e["topic"], e["partition"]) for b in cluster.part(e["topic"], e["partition"]).replicas]
-        if lost and any(r.ckpt_hw is not None and r.ckpt_hw > start and r.latest_epoch < e["epoch"] for r in reps):
-            sources.append("files")  # a replica of the old lineage still has a HW checkpoint above the epoch start
+        hw = _old_lineage_hw_above(cluster, e) if lost else None
+        leaders = [e["leader"]]
+        if hw is not None and not _shows_crash(cluster, e, hw):
+            # a replica of the old lineage still has a HW checkpoint above the epoch start: with leader epochs
+            # the files alone prove the election unclean (a crash that lost data would show on the new leader);
+            # they name the leader, or every replica they cannot tell from it
+            sources = ["files", *sources[1:]]
+            leaders = leader_candidates(cluster, e)
         out.append(
             _finding(
                 "unclean_leader_election",
                 "error" if lost else "warning",
                 e["topic"],
                 e["partition"],
-                [e["leader"]],
+                leaders,
                 start,
                 committed - 1 if lost else None,
                 lost,
@@ -139,6 +144,63 @@ def unclean_elections(cluster: Cluster) -> list[dict]:
                 leader_epochs=[e["epoch"]],
                 time_ms=e["t_ms"],
                 evidence_sources=sources,
+            )
+        )
+    return out
+
+
+def _old_lineage_hw_above(cluster: Cluster, e: dict) -> int | None:
+    """The highest HW checkpoint above the election's epoch start that a replica still on the lineage
+    before that epoch keeps (the files then show the epoch starting below committed records), or None."""
+    reps = [cluster.replica(b, e["topic"], e["partition"]) for b in cluster.part(e["topic"], e["partition"]).replicas]
+    hws = [r.ckpt_hw for r in reps if r.ckpt_hw is not None and r.ckpt_hw > e["epoch_start_offset"] and r.latest_epoch < e["epoch"]]
+    return max(hws) if hws else None
+
+
+def leader_candidates(cluster: Cluster, e: dict) -> list[int]:
+    """The replicas the files cannot tell from the leader of the election's epoch: those starting the
+    epoch at the same offset (followers that fetched its first batch without a gap look alike)."""
+    mine = _epoch_start(cluster.replica(e["leader"], e["topic"], e["partition"]), e["epoch"])
+    return sorted(b for b in cluster.part(e["topic"], e["partition"]).replicas
+                  if _epoch_start(cluster.replica(b, e["topic"], e["partition"]), e["epoch"]) == mine)
+
+
+def _shows_crash(cluster: Cluster, e: dict, hw: int) -> bool:
+    """Whether the new leader's files show a crash that lost data below ``hw``: no clean-shutdown
+    marker and a recovery point below it."""
+    rep = cluster.replica(e["leader"], e["topic"], e["partition"])
+    return not cluster.brokers[e["leader"]].clean_marker and rep.ckpt_recovery is not None and rep.ckpt_recovery < hw
+
+
+def crash_losses(cluster: Cluster) -> list[dict]:
+    """Clean elections of a leader whose log starts the epoch below the committed end because a power
+    loss took its unflushed records (KIP-966's last replica standing): committed_data_lost_in_crash."""
+    out = []
+    lost_power: set[int] = set()
+    for e in cluster.events:
+        if e["action"] == "power_loss":
+            lost_power.add(int(e["actor"].split("-")[1]))
+        if e["action"] != "leader" or e["unclean"] or e["leader"] not in lost_power:
+            continue
+        start, committed = e["epoch_start_offset"], e["committed_before"]
+        if start >= committed:
+            continue
+        seen = _old_lineage_hw_above(cluster, e) is not None
+        out.append(
+            _finding(
+                "committed_data_lost_in_crash",
+                "error",
+                e["topic"],
+                e["partition"],
+                leader_candidates(cluster, e) if seen else [e["leader"]],
+                start,
+                committed - 1,
+                committed - start,
+                f"broker {e['leader']} lost its unflushed records in a power cut and was then elected cleanly for epoch "
+                f"{e['epoch']}; its log ended at {start}, below the committed offset {committed}",
+                leader_epochs=[e["epoch"]],
+                time_ms=e["t_ms"],
+                evidence_sources=["files"] if seen else ["event_log"],
             )
         )
     return out
@@ -325,6 +387,7 @@ def expected_findings(cluster: Cluster, problems: list[dict]) -> list[dict]:
         + acked_data_loss(cluster)
         + truncations_below_hw(cluster)
         + unclean_elections(cluster)
+        + crash_losses(cluster)
         + unclean_shutdowns(cluster)
     )
     for f in found:
