@@ -190,6 +190,32 @@ def crash_lost_unflushed(c: Cluster, size: Size) -> str:
     )
 
 
+def txn_marker_lost(c: Cluster, size: Size) -> str:
+    c.create_topic("tm", size.partitions, _rf(size, 2), min_isr=1)
+    _produce(c, "tm", size, _frac(size, 0.4))
+    c.fetch(REPLICATE_ROUNDS)
+    c.produce("tm", 0, size.batch_records * 2, producer_id=2000, transactional=True, batch_records=size.batch_records)
+    c.fetch(REPLICATE_ROUNDS)  # both replicas hold the transaction's data
+    others = [b for b in c.part("tm", 0).replicas if b != 1]
+    for b in others:
+        c.crash(b)  # the follower dies before it fetches the marker
+    c.write_marker("tm", 0, 2000, "commit")  # the coordinator's COMMIT reaches the leader alone
+    c.advance(LAG_TIME_MAX_MS + 1_000)  # the ISR shrinks to the leader: its HW covers the marker ...
+    c.advance(6_000)  # ... and is checkpointed
+    c.crash(1)
+    c.restart(others[0])
+    for p in range(size.partitions):
+        if c.part("tm", p).leader < 0:
+            c.elect("tm", p, others[0], unclean=True)
+    _produce(c, "tm", size, _frac(size, 0.2), acks="1")  # new records where the marker was
+    c.collect()
+    return (
+        "KAFKA-20716: a transaction's data reached both replicas, its COMMIT marker only the leader; the leader died and "
+        "the follower was elected uncleanly. The transaction stays open in the surviving log: the last stable offset is "
+        "pinned at its first offset and read_committed consumers stop there, though the dead leader's files hold the marker."
+    )
+
+
 def torn_write(c: Cluster, size: Size) -> str:
     c.create_topic("tw", size.partitions, _rf(size), min_isr=min(2, size.brokers))
     _produce(c, "tw", size, _frac(size, 0.5))
@@ -298,6 +324,7 @@ SCENARIOS: dict[str, Callable[[Cluster, Size], str]] = {
     "unclean-election": unclean_election,
     "acks-all-min-isr-1": acks_all_min_isr_1,
     "crash-lost-unflushed": crash_lost_unflushed,
+    "txn-marker-lost": txn_marker_lost,
     "torn-write": torn_write,
     "index-corruption": index_corruption,
     "double-failover-kip-279": double_failover_kip_279,

@@ -206,6 +206,44 @@ def crash_losses(cluster: Cluster) -> list[dict]:
     return out
 
 
+def lost_markers(cluster: Cluster) -> list[dict]:
+    """A transaction open in the surviving log (data after its producer's last marker) whose
+    COMMIT/ABORT marker another replica holds after its first offset: transaction_marker_lost, at the
+    pinned last stable offset (its first offset) to the end of its data there."""
+    out = []
+    for (topic, p), part in sorted(cluster.partitions.items()):
+        surv = surviving_replica(cluster, topic, p)
+        pids = {b.producer_id for b in surv.batches if b.transactional and not b.control}
+        for pid in sorted(pids):
+            start = Cluster._txn_start(surv, pid)
+            data = [b for b in surv.batches if b.producer_id == pid and b.transactional and not b.control and b.base_offset >= start]
+            if not data:
+                continue
+            holders = sorted(
+                b for b in part.replicas if b != surv.broker
+                and any(m.producer_id == pid and m.control and m.base_offset > data[0].base_offset
+                        for m in cluster.replica(b, topic, p).batches)
+            )
+            if holders:
+                out.append(
+                    _finding(
+                        "transaction_marker_lost",
+                        "error",
+                        topic,
+                        p,
+                        [surv.broker, *holders],
+                        data[0].base_offset,
+                        data[-1].last_offset,
+                        None,
+                        f"producer {pid}'s transaction is open in the surviving log (broker {surv.broker}) from offset "
+                        f"{data[0].base_offset}; broker(s) {holders} hold its marker",
+                        producers=[{"producer_id": pid, "producer_epoch": data[0].producer_epoch}],
+                        evidence_sources=["files"],
+                    )
+                )
+    return out
+
+
 def acked_data_loss(cluster: Cluster) -> list[dict]:
     """Acked (ledger) or committed (once below a leader's HW) records the surviving log does not hold
     with their content; below-log-start, compacted and aborted offsets are not losses."""
@@ -388,6 +426,7 @@ def expected_findings(cluster: Cluster, problems: list[dict]) -> list[dict]:
         + truncations_below_hw(cluster)
         + unclean_elections(cluster)
         + crash_losses(cluster)
+        + lost_markers(cluster)
         + unclean_shutdowns(cluster)
     )
     for f in found:
