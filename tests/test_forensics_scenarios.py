@@ -122,3 +122,18 @@ def test_the_files_name_the_cause_of_an_epoch_below_a_checkpointed_hw(scenario, 
     assert all(f["evidence_basis"] is None for f in doc["findings"] if f is not got)
     [div] = [f for f in doc["findings"] if f["kind"] == "replica_divergence"]
     assert "KAFKA-1211" not in div["explanation"]
+
+
+def test_a_transaction_whose_marker_only_the_old_leader_holds_is_transaction_marker_lost(scenario):
+    """txn-marker-lost: the COMMIT marker reached the leader alone, a follower was elected uncleanly.
+    The finding pins the last stable offset at the transaction's first offset, names the producer and
+    where the marker is, and gives the abort command; hanging_transaction does not repeat it."""
+    gt, doc = scenario("txn-marker-lost")
+    [want] = [w for w in gt["expected_findings"] if w["kind"] == "transaction_marker_lost"]
+    [got] = [f for f in doc["findings"] if f["kind"] == "transaction_marker_lost"]
+    assert (got["first_offset"], got["last_offset"], got["brokers"]) == (want["first_offset"], want["last_offset"], want["brokers"])
+    assert [(p["producer_id"], p["producer_epoch"]) for p in got["producers"]] == [(2000, 0)]
+    [marker] = [e for e in got["evidence"] if "COMMIT marker" in e["detail"]]
+    assert marker["broker"] == 1 and marker["path"].startswith("broker-1/") and marker["position"] is not None
+    assert f"--topic tm --partition 0 --start-offset {want['first_offset']}" in got["explanation"]
+    assert not [f for f in doc["findings"] if f["kind"] == "hanging_transaction"]
