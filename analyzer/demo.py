@@ -87,8 +87,8 @@ def _who(f: dict) -> str:
 
 def detectable(f: dict) -> bool:
     """A finding the bytes or the ledger alone show. One that also needs the event log (what a
-    server log or the metadata log would tell, e.g. that an election was unclean) is optional:
-    the same bytes can come from a clean election followed by a KAFKA-1211 truncation."""
+    server log or the metadata log would tell, e.g. that an election was unclean when no replica
+    still checkpoints the HW the new epoch started below) is optional."""
     return "event_log" not in set(f.get("evidence_sources", ["files"]))
 
 

@@ -153,6 +153,7 @@ def acks_all_min_isr_1(c: Cluster, size: Size) -> str:
     c.fetch(REPLICATE_ROUNDS)
     _produce(c, "am", size, _frac(size, 0.3))  # followers stalled (network partition): the requests wait ...
     c.advance(LAG_TIME_MAX_MS + 1_000)  # ... until the ISR shrinks to the leader alone, which then acks them
+    c.advance(6_000)  # its HW checkpoint covers them: the files alone show the next epoch starting below it
     c.crash(1)
     others = [b for b in c.part("am", 0).replicas if b != 1]
     for p in range(size.partitions):
@@ -163,8 +164,55 @@ def acks_all_min_isr_1(c: Cluster, size: Size) -> str:
     c.collect()
     return (
         "acks=all with min.insync.replicas=1: the followers stalled, the ISR shrank to the leader, which then acked "
-        "alone; it was killed and a stale follower was elected uncleanly. The acked records survive only on the "
-        "dead leader's disk, where the new leader's records now sit at the same offsets elsewhere."
+        "alone and checkpointed that HW; it was killed and a stale follower was elected uncleanly. The acked records "
+        "survive only on the dead leader's disk, where the new leader's records now sit at the same offsets elsewhere."
+    )
+
+
+def crash_lost_unflushed(c: Cluster, size: Size) -> str:
+    c.create_topic("cl", size.partitions, _rf(size, 2), min_isr=1)
+    _produce(c, "cl", size, _frac(size, 0.4))
+    c.fetch(REPLICATE_ROUNDS)
+    c.checkpoint()  # a flush: the recovery points reach the LEO
+    _produce(c, "cl", size, _frac(size, 0.3))  # acks=all: both replicas hold it, the HW covers it ...
+    c.fetch(REPLICATE_ROUNDS)
+    c.advance(6_000)  # ... and is checkpointed on both; nothing flushes it to disk
+    c.power_loss(2)  # the follower loses what it had not flushed: its log ends at its recovery point
+    c.crash(1)  # the leader dies in the same outage: the partition is offline, the ISR still [1, 2]
+    c.restart(2)  # the first ISR member back is elected cleanly, its log below the HW (KIP-966 "last replica standing")
+    _produce(c, "cl", size, _frac(size, 0.4), acks="1")  # new records at the offsets it lost
+    c.crash(2)  # killed again before its next flush: no marker, recovery point still below the old HW
+    c.collect()
+    return (
+        "Last replica standing (KIP-966): a power cut took broker 2's unflushed records, committed (acks=all, below a "
+        "checkpointed HW); the leader died in the same outage; broker 2, still in the ISR, was elected cleanly and wrote "
+        "new records at those offsets. Broker 1's files keep the committed records and its HW checkpoint."
+    )
+
+
+def txn_marker_lost(c: Cluster, size: Size) -> str:
+    c.create_topic("tm", size.partitions, _rf(size, 2), min_isr=1)
+    _produce(c, "tm", size, _frac(size, 0.4))
+    c.fetch(REPLICATE_ROUNDS)
+    c.produce("tm", 0, size.batch_records * 2, producer_id=2000, transactional=True, batch_records=size.batch_records)
+    c.fetch(REPLICATE_ROUNDS)  # both replicas hold the transaction's data
+    others = [b for b in c.part("tm", 0).replicas if b != 1]
+    for b in others:
+        c.crash(b)  # the follower dies before it fetches the marker
+    c.write_marker("tm", 0, 2000, "commit")  # the coordinator's COMMIT reaches the leader alone
+    c.advance(LAG_TIME_MAX_MS + 1_000)  # the ISR shrinks to the leader: its HW covers the marker ...
+    c.advance(6_000)  # ... and is checkpointed
+    c.crash(1)
+    c.restart(others[0])
+    for p in range(size.partitions):
+        if c.part("tm", p).leader < 0:
+            c.elect("tm", p, others[0], unclean=True)
+    _produce(c, "tm", size, _frac(size, 0.2), acks="1")  # new records where the marker was
+    c.collect()
+    return (
+        "KAFKA-20716: a transaction's data reached both replicas, its COMMIT marker only the leader; the leader died and "
+        "the follower was elected uncleanly. The transaction stays open in the surviving log: the last stable offset is "
+        "pinned at its first offset and read_committed consumers stop there, though the dead leader's files hold the marker."
     )
 
 
@@ -275,6 +323,8 @@ SCENARIOS: dict[str, Callable[[Cluster, Size], str]] = {
     "kip-101-safe": kip_101_safe,
     "unclean-election": unclean_election,
     "acks-all-min-isr-1": acks_all_min_isr_1,
+    "crash-lost-unflushed": crash_lost_unflushed,
+    "txn-marker-lost": txn_marker_lost,
     "torn-write": torn_write,
     "index-corruption": index_corruption,
     "double-failover-kip-279": double_failover_kip_279,

@@ -104,3 +104,36 @@ def test_surviving_log_is_the_true_leader_or_undetermined(scenario, name):
             if (r["topic"], r["partition"], r["leader_epoch"]) == (want["topic"], want["partition"], epoch)]
     assert rows and {(r["likely_leader"], r["leader_evidence"]) for r in rows} == {
         (expected, None if expected is None else "leader_epoch_checkpoint")}
+
+
+@pytest.mark.parametrize(("name", "kind"), [("acks-all-min-isr-1", "unclean_leader_election"),
+                                            ("crash-lost-unflushed", "committed_data_lost_in_crash")])
+def test_the_files_name_the_cause_of_an_epoch_below_a_checkpointed_hw(scenario, name, kind):
+    """No metadata log, no broker logs: the leader epochs and checkpoints alone tell an election from
+    outside the ISR (acks-all-min-isr-1) from a clean election of a replica a power cut had robbed of
+    its unflushed committed records (crash-lost-unflushed), and the divergence is not blamed on
+    KAFKA-1211, which leader epochs rule out."""
+    gt, doc = scenario(name)
+    [want] = [w for w in gt["expected_findings"] if w["kind"] == kind]
+    [got] = [f for f in doc["findings"] if f["kind"] in ("unclean_leader_election", "committed_data_lost_in_crash")]
+    assert (got["kind"], got["evidence_basis"], got["severity"]) == (kind, "files", "error")
+    assert (got["first_offset"], got["last_offset"], got["brokers"]) == (want["first_offset"], want["last_offset"], want["brokers"])
+    assert any(e["path"].endswith("replication-offset-checkpoint") for e in got["evidence"])
+    assert all(f["evidence_basis"] is None for f in doc["findings"] if f is not got)
+    [div] = [f for f in doc["findings"] if f["kind"] == "replica_divergence"]
+    assert "KAFKA-1211" not in div["explanation"]
+
+
+def test_a_transaction_whose_marker_only_the_old_leader_holds_is_transaction_marker_lost(scenario):
+    """txn-marker-lost: the COMMIT marker reached the leader alone, a follower was elected uncleanly.
+    The finding pins the last stable offset at the transaction's first offset, names the producer and
+    where the marker is, and gives the abort command; hanging_transaction does not repeat it."""
+    gt, doc = scenario("txn-marker-lost")
+    [want] = [w for w in gt["expected_findings"] if w["kind"] == "transaction_marker_lost"]
+    [got] = [f for f in doc["findings"] if f["kind"] == "transaction_marker_lost"]
+    assert (got["first_offset"], got["last_offset"], got["brokers"]) == (want["first_offset"], want["last_offset"], want["brokers"])
+    assert [(p["producer_id"], p["producer_epoch"]) for p in got["producers"]] == [(2000, 0)]
+    [marker] = [e for e in got["evidence"] if "COMMIT marker" in e["detail"]]
+    assert marker["broker"] == 1 and marker["path"].startswith("broker-1/") and marker["position"] is not None
+    assert f"--topic tm --partition 0 --start-offset {want['first_offset']}" in got["explanation"]
+    assert not [f for f in doc["findings"] if f["kind"] == "hanging_transaction"]

@@ -21,6 +21,18 @@ def producer_entries(keys, lo, hi) -> list[dict]:
             for k in (keys or [])][:10]
 
 
+def fork_cause(has_leader_epochs: bool) -> str:
+    """What can fork two logs. With leader epochs (message format v2, KIP-101) a follower no longer
+    truncates to its high watermark, so KAFKA-1211 is out: only a leader whose epoch starts below
+    committed records (an unclean election, or a crash that lost unflushed data, named by the
+    election findings) forks them. Without leader epochs a cleanly elected leader's truncation to a
+    stale HW can too."""
+    if has_leader_epochs:
+        return ("as when a leader starts its epoch below records another replica committed (an unclean election, or a "
+                "crash that lost the new leader's unflushed data)")
+    return "as after an unclean election or a truncation to a stale high watermark (KAFKA-1211: the logs carry no leader epochs)"
+
+
 def divergence_findings(ranges: list, surv: dict | None = None) -> list[Finding]:
     """One finding per divergent offset range, merging replica pairs that diverge over the same range.
 
@@ -57,8 +69,8 @@ def divergence_findings(ranges: list, surv: dict | None = None) -> list[Finding]
             evidence=m["ev"], surviving_broker=s["broker"] if s else None,
             salvage_brokers=sorted(set(m["brokers"]) - candidates),
             explanation=f"Brokers {', '.join(map(str, sorted(m['brokers'])))} hold different records at offsets {first}-{last} of "
-                        f"{topic}-{part} (leader epochs {sorted(m['epochs'])}): the logs forked, as after an unclean election or a "
-                        "truncation to a stale high watermark (KAFKA-1211); the replica with the latest epoch is what survives.",
+                        f"{topic}-{part} (leader epochs {sorted(m['epochs'])}): the logs forked, {fork_cause(bool(m['epochs']))}; "
+                        "the replica with the latest epoch is what survives.",
         ))
     return out
 

@@ -56,6 +56,8 @@ class Finding:
     # findings judged against the surviving log: its broker, None when the evidence cannot tell
     # (the explanation says why and names the candidates); None on every other kind
     surviving_broker: int | None = None
+    # what decided an election finding's cause: "metadata_log", "broker_log" or "files" (None on other kinds)
+    evidence_basis: str | None = None
     severity: str = ""
     id: str = ""
 
@@ -86,7 +88,7 @@ class Finding:
     def to_json(self) -> dict[str, Any]:
         d = asdict(self)
         order = ["id", "kind", "severity", "topic", "partition", "brokers", "first_offset", "last_offset", "records", "bytes",
-                 "leader_epochs", "producers", "first_timestamp", "last_timestamp", "evidence", "explanation", "salvage_brokers", "surviving_broker"]
+                 "leader_epochs", "producers", "first_timestamp", "last_timestamp", "evidence", "explanation", "salvage_brokers", "surviving_broker", "evidence_basis"]
         return {k: d[k] for k in order}
 
 
@@ -169,6 +171,7 @@ FINDINGS_SCHEMA = T.StructType([
     T.StructField("explanation", T.StringType()),
     T.StructField("salvage_brokers", T.ArrayType(T.IntegerType())),
     T.StructField("surviving_broker", T.IntegerType()),
+    T.StructField("evidence_basis", T.StringType()),
 ])
 
 
@@ -182,6 +185,6 @@ def to_rows(findings: list[Finding]) -> list[tuple]:
             [(p.get("producer_id"), p.get("producer_epoch"), p.get("first_sequence"), p.get("last_sequence")) for p in d["producers"]],
             d["first_timestamp"], d["last_timestamp"],
             [(e["broker"], e["path"], e["position"], e["detail"]) for e in d["evidence"]],
-            d["explanation"], d["salvage_brokers"], d["surviving_broker"],
+            d["explanation"], d["salvage_brokers"], d["surviving_broker"], d["evidence_basis"],
         ))
     return rows

@@ -1,6 +1,8 @@
 """Transactions left open: in the partitions' own logs (data with no marker, no producer state
 holding it open) or in ``__transaction_state`` (a transaction the coordinator still has open long
-after its timeout, by the coordinator's own clock: producers' CreateTime may be skewed).
+after its timeout, by the coordinator's own clock: producers' CreateTime may be skewed); and
+transactions whose marker was lost (open in the surviving log, ended per another replica or the
+coordinator), which win over ``hanging_transaction`` for the same transaction.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from .model import Evidence, Finding
 
 KINDS = {
     "hanging_transaction": "warning",
-    "transaction_marker_lost": "error",  # reserved (the contract's vocabulary): no detector yet
+    "transaction_marker_lost": "error",
 }
 
 
@@ -23,9 +25,10 @@ KINDS = {
 TXN_MAX_TIMEOUT_MS = 15 * 60 * 1000
 
 
-def hanging_transaction_findings(batches: DataFrame, producer_states: DataFrame) -> list[Finding]:
-    """Transactional data after the producer's last marker, that no producer state holds open,
-    and older than the longest transaction Kafka allows against the partition's newest data."""
+def pending_transactions(batches: DataFrame, producer_states: DataFrame) -> list:
+    """Per replica and producer id, the transactional data after the producer's last marker in that
+    replica's log (``pending``: base/last offset, max timestamp, path, position, producer epoch), with
+    the partition's newest batch time and the open first offsets its producer snapshots hold."""
     all_batches = live_segment_batches(batches)
     b = all_batches.where(F.col("producer_id") >= 0)
     per = b.groupBy("topic", "partition", "broker", "producer_id").agg(
@@ -41,15 +44,27 @@ def hanging_transaction_findings(batches: DataFrame, producer_states: DataFrame)
     rows = per.join(newest, ["topic", "partition", "broker"]).join(ps, ["topic", "partition", "broker", "producer_id"], "left").collect()
     out = []
     for r in rows:
-        pending = [d for d in r["data"] if r["last_marker"] is None or d["base_offset"] > r["last_marker"]]
-        if not pending:
-            continue
-        first = min(pending, key=lambda d: d["base_offset"])
-        if r["open_firsts"] and first["base_offset"] in r["open_firsts"]:
+        pending = sorted((d for d in r["data"] if r["last_marker"] is None or d["base_offset"] > r["last_marker"]),
+                         key=lambda d: d["base_offset"])
+        if pending:
+            out.append({"topic": r["topic"], "partition": r["partition"], "broker": r["broker"], "producer_id": r["producer_id"],
+                        "pending": pending, "newest_ts": r["newest_ts"], "open_firsts": r["open_firsts"] or []})
+    return out
+
+
+def hanging_transaction_findings(pending: list, lost_markers: list[Finding] = ()) -> list[Finding]:
+    """Transactional data after the producer's last marker, that no producer state holds open,
+    and older than the longest transaction Kafka allows against the partition's newest data.
+    ``pending``: ``pending_transactions``. A transaction ``transaction_marker_lost`` already names
+    (its marker is known elsewhere: the stronger, more precise finding) is not reported again."""
+    named = {(f.topic, f.partition, b, f.first_offset) for f in lost_markers for b in f.brokers}
+    out = []
+    for r in pending:
+        first, last = r["pending"][0], max(r["pending"], key=lambda d: d["last_offset"])
+        if first["base_offset"] in r["open_firsts"] or (r["topic"], r["partition"], r["broker"], first["base_offset"]) in named:
             continue
         if r["newest_ts"] is None or first["max_timestamp"] is None or r["newest_ts"] - first["max_timestamp"] < TXN_MAX_TIMEOUT_MS:
             continue
-        last = max(pending, key=lambda d: d["last_offset"])
         out.append(Finding(
             kind="hanging_transaction", topic=r["topic"], partition=r["partition"], brokers=[r["broker"]],
             first_offset=first["base_offset"], last_offset=last["last_offset"],
@@ -59,6 +74,70 @@ def hanging_transaction_findings(batches: DataFrame, producer_states: DataFrame)
             explanation=f"Producer {r['producer_id']} has transactional data from offset {first['base_offset']} with no commit or "
                         "abort marker, older than transaction.max.timeout.ms: the last stable offset is stuck there and "
                         "read_committed consumers stall.",
+        ))
+    return out
+
+
+COMPLETE_TXN = ("CompleteCommit", "CompleteAbort")
+
+
+def control_batches(batches: DataFrame, records: DataFrame) -> list:
+    """Every live COMMIT/ABORT marker batch with its control type (a few rows per transaction)."""
+    ctl = live_segment_batches(batches).where(F.col("is_control") & (F.col("producer_id") >= 0)).select(
+        "topic", "partition", "broker", "producer_id", "producer_epoch", "base_offset", "path", "position")
+    types = records.where(F.col("control_type").isNotNull()).select("path", F.col("batch_position").alias("position"), "control_type")
+    return ctl.join(types, ["path", "position"], "left").collect()
+
+
+def lost_marker_findings(pending: list, markers: list, txns: list, surv: dict) -> list[Finding]:
+    """``transaction_marker_lost``: a transaction open in the surviving log (data after the producer's
+    last marker) whose COMMIT/ABORT marker a replica off the surviving lineage holds after its first
+    offset, or that ``__transaction_state`` records complete (CompleteCommit/CompleteAbort of that
+    producer id, at its epoch or a later one, written after the data). Such a transaction never ends
+    on its own: the coordinator has nothing left to send, so the last stable offset stays pinned at its
+    first offset. ``pending``: ``pending_transactions``; ``markers``: ``control_batches``; ``txns``:
+    the latest ``__transaction_state`` record per transactional id; ``surv``: ``survivors.survivors``."""
+    by_pid: dict[int, list] = {}
+    for t in txns:
+        if t["producer_id"] is not None:
+            by_pid.setdefault(t["producer_id"], []).append(t)
+    out = []
+    for r in pending:
+        s = surv.get((r["topic"], r["partition"]))
+        cands = {c["broker"] for c in s["candidates"]} if s else set()
+        if r["broker"] not in cands:
+            continue  # open in a producer snapshot too: the broker believes it open, which is what pins the LSO
+        first, last = r["pending"][0], max(r["pending"], key=lambda d: d["last_offset"])
+        epoch = first["producer_epoch"]
+        held = sorted((m for m in markers if (m["topic"], m["partition"], m["producer_id"]) == (r["topic"], r["partition"], r["producer_id"])
+                       and m["broker"] not in cands and m["base_offset"] > first["base_offset"] and m["producer_epoch"] >= epoch),
+                      key=lambda m: (m["base_offset"], m["broker"]))
+        done = [t for t in by_pid.get(r["producer_id"], []) if t["status_name"] in COMPLETE_TXN and t["producer_epoch"] is not None
+                and t["producer_epoch"] >= epoch and (t["last_update_ms"] is None or last["max_timestamp"] is None
+                                                      or t["last_update_ms"] >= last["max_timestamp"])]
+        if not held and not done:
+            continue
+        tid = next((t["transactional_id"] for t in by_pid.get(r["producer_id"], [])), None)
+        ev = [Evidence(r["broker"], first["path"], first["position"],
+                       f"transactional data from offset {first['base_offset']} with no later COMMIT/ABORT marker in the surviving log")]
+        ev += [Evidence(m["broker"], m["path"], m["position"], f"{(m['control_type'] or 'control').upper()} marker of producer "
+                        f"{m['producer_id']} (epoch {m['producer_epoch']}) at offset {m['base_offset']}") for m in held[:3]]
+        ev += [Evidence(t["broker"], t["path"], t["batch_position"], f"__transaction_state: {t['transactional_id']} {t['status_name']} "
+                        f"(producer {t['producer_id']}, epoch {t['producer_epoch']}) at {t['last_update_ms']}") for t in done[:1]]
+        where = (f"broker {held[0]['broker']} holds its {(held[0]['control_type'] or 'control').upper()} marker at offset "
+                 f"{held[0]['base_offset']}" if held else f"__transaction_state records it {done[0]['status_name']}")
+        tp = f"{r['topic']}-{r['partition']}"
+        out.append(Finding(
+            kind="transaction_marker_lost", topic=r["topic"], partition=r["partition"],
+            brokers=[r["broker"], *(m["broker"] for m in held)], first_offset=first["base_offset"], last_offset=last["last_offset"],
+            producers=[{"producer_id": r["producer_id"], "producer_epoch": epoch}],
+            first_timestamp=first["max_timestamp"], last_timestamp=last["max_timestamp"], evidence=ev,
+            explanation=f"The transaction of producer {r['producer_id']} (epoch {epoch}"
+                        + (f", transactional id {tid}" if tid else "") + f") is open in the surviving log of {tp} on broker "
+                        f"{r['broker']} from offset {first['base_offset']}, but {where}: the marker was lost (as after an unclean "
+                        f"election), the last stable offset is pinned at {first['base_offset']} and read_committed consumers stop "
+                        "there. Copy out what must be kept, then end it with: kafka-transactions.sh --bootstrap-server <broker> "
+                        f"abort --topic {r['topic']} --partition {r['partition']} --start-offset {first['base_offset']}",
         ))
     return out
 
@@ -93,5 +172,6 @@ def transaction_state_findings(txns: list, collected_ms: int | None) -> list[Fin
 
 def find(case) -> list[Finding]:
     t, h = case.tables, case.history
-    return (hanging_transaction_findings(t["batches"], t["producer_states"])
-            + transaction_state_findings(h["txns"], h["collected_ms"]))
+    pending = pending_transactions(t["batches"], t["producer_states"])
+    lost = lost_marker_findings(pending, control_batches(t["batches"], t["records"]), h["txns"], case.survivors) if pending else []
+    return lost + hanging_transaction_findings(pending, lost) + transaction_state_findings(h["txns"], h["collected_ms"])

@@ -522,6 +522,19 @@ class Cluster:
         self.event(f"broker-{b}", "kill9")
         self._leader_lost(b)
 
+    def power_loss(self, b: int) -> None:
+        """A power cut (or kernel crash): as ``crash``, but what was not flushed to disk is gone. Kafka
+        does not fsync on append, so each log keeps only what its last flush wrote: up to its
+        recovery point (the last flushed offset), whatever its HW had covered [LogLoader recovery]."""
+        self.crash(b)
+        for part in self.partitions.values():
+            if b in part.replicas:
+                rep = self.replica(b, part.topic, part.partition)
+                flushed = rep.ckpt_recovery if rep.ckpt_recovery is not None else rep.log_start
+                if flushed < rep.leo:
+                    self._truncate(rep, flushed, part, reason="power loss: writes after the last flush are gone")
+        self.event(f"broker-{b}", "power_loss")
+
     def stop(self, b: int) -> None:
         """Controlled shutdown: leadership moves away first, checkpoints are flushed, marker written."""
         for part in self.partitions.values():

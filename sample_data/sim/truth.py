@@ -119,16 +119,21 @@ def unclean_elections(cluster: Cluster) -> list[dict]:
             for r in cluster.ledger
         ):
             sources.append("ledger")  # acked offsets at or after the new epoch's start
-        reps = [cluster.replica(b, e["topic"], e["partition"]) for b in cluster.part(e["topic"], e["partition"]).replicas]
-        if lost and any(r.ckpt_hw is not None and r.ckpt_hw > start and r.latest_epoch < e["epoch"] for r in reps):
-            sources.append("files")  # a replica of the old lineage still has a HW checkpoint above the epoch start
+        hw = _old_lineage_hw_above(cluster, e) if lost else None
+        leaders = [e["leader"]]
+        if hw is not None and not _shows_crash(cluster, e, hw):
+            # a replica of the old lineage still has a HW checkpoint above the epoch start: with leader epochs
+            # the files alone prove the election unclean (a crash that lost data would show on the new leader);
+            # they name the leader, or every replica they cannot tell from it
+            sources = ["files", *sources[1:]]
+            leaders = leader_candidates(cluster, e)
         out.append(
             _finding(
                 "unclean_leader_election",
                 "error" if lost else "warning",
                 e["topic"],
                 e["partition"],
-                [e["leader"]],
+                leaders,
                 start,
                 committed - 1 if lost else None,
                 lost,
@@ -141,6 +146,101 @@ def unclean_elections(cluster: Cluster) -> list[dict]:
                 evidence_sources=sources,
             )
         )
+    return out
+
+
+def _old_lineage_hw_above(cluster: Cluster, e: dict) -> int | None:
+    """The highest HW checkpoint above the election's epoch start that a replica still on the lineage
+    before that epoch keeps (the files then show the epoch starting below committed records), or None."""
+    reps = [cluster.replica(b, e["topic"], e["partition"]) for b in cluster.part(e["topic"], e["partition"]).replicas]
+    hws = [r.ckpt_hw for r in reps if r.ckpt_hw is not None and r.ckpt_hw > e["epoch_start_offset"] and r.latest_epoch < e["epoch"]]
+    return max(hws) if hws else None
+
+
+def leader_candidates(cluster: Cluster, e: dict) -> list[int]:
+    """The replicas the files cannot tell from the leader of the election's epoch: those starting the
+    epoch at the same offset (followers that fetched its first batch without a gap look alike)."""
+    mine = _epoch_start(cluster.replica(e["leader"], e["topic"], e["partition"]), e["epoch"])
+    return sorted(b for b in cluster.part(e["topic"], e["partition"]).replicas
+                  if _epoch_start(cluster.replica(b, e["topic"], e["partition"]), e["epoch"]) == mine)
+
+
+def _shows_crash(cluster: Cluster, e: dict, hw: int) -> bool:
+    """Whether the new leader's files show a crash that lost data below ``hw``: no clean-shutdown
+    marker and a recovery point below it."""
+    rep = cluster.replica(e["leader"], e["topic"], e["partition"])
+    return not cluster.brokers[e["leader"]].clean_marker and rep.ckpt_recovery is not None and rep.ckpt_recovery < hw
+
+
+def crash_losses(cluster: Cluster) -> list[dict]:
+    """Clean elections of a leader whose log starts the epoch below the committed end because a power
+    loss took its unflushed records (KIP-966's last replica standing): committed_data_lost_in_crash."""
+    out = []
+    lost_power: set[int] = set()
+    for e in cluster.events:
+        if e["action"] == "power_loss":
+            lost_power.add(int(e["actor"].split("-")[1]))
+        if e["action"] != "leader" or e["unclean"] or e["leader"] not in lost_power:
+            continue
+        start, committed = e["epoch_start_offset"], e["committed_before"]
+        if start >= committed:
+            continue
+        seen = _old_lineage_hw_above(cluster, e) is not None
+        out.append(
+            _finding(
+                "committed_data_lost_in_crash",
+                "error",
+                e["topic"],
+                e["partition"],
+                leader_candidates(cluster, e) if seen else [e["leader"]],
+                start,
+                committed - 1,
+                committed - start,
+                f"broker {e['leader']} lost its unflushed records in a power cut and was then elected cleanly for epoch "
+                f"{e['epoch']}; its log ended at {start}, below the committed offset {committed}",
+                leader_epochs=[e["epoch"]],
+                time_ms=e["t_ms"],
+                evidence_sources=["files"] if seen else ["event_log"],
+            )
+        )
+    return out
+
+
+def lost_markers(cluster: Cluster) -> list[dict]:
+    """A transaction open in the surviving log (data after its producer's last marker) whose
+    COMMIT/ABORT marker another replica holds after its first offset: transaction_marker_lost, at the
+    pinned last stable offset (its first offset) to the end of its data there."""
+    out = []
+    for (topic, p), part in sorted(cluster.partitions.items()):
+        surv = surviving_replica(cluster, topic, p)
+        pids = {b.producer_id for b in surv.batches if b.transactional and not b.control}
+        for pid in sorted(pids):
+            start = Cluster._txn_start(surv, pid)
+            data = [b for b in surv.batches if b.producer_id == pid and b.transactional and not b.control and b.base_offset >= start]
+            if not data:
+                continue
+            holders = sorted(
+                b for b in part.replicas if b != surv.broker
+                and any(m.producer_id == pid and m.control and m.base_offset > data[0].base_offset
+                        for m in cluster.replica(b, topic, p).batches)
+            )
+            if holders:
+                out.append(
+                    _finding(
+                        "transaction_marker_lost",
+                        "error",
+                        topic,
+                        p,
+                        [surv.broker, *holders],
+                        data[0].base_offset,
+                        data[-1].last_offset,
+                        None,
+                        f"producer {pid}'s transaction is open in the surviving log (broker {surv.broker}) from offset "
+                        f"{data[0].base_offset}; broker(s) {holders} hold its marker",
+                        producers=[{"producer_id": pid, "producer_epoch": data[0].producer_epoch}],
+                        evidence_sources=["files"],
+                    )
+                )
     return out
 
 
@@ -325,6 +425,8 @@ def expected_findings(cluster: Cluster, problems: list[dict]) -> list[dict]:
         + acked_data_loss(cluster)
         + truncations_below_hw(cluster)
         + unclean_elections(cluster)
+        + crash_losses(cluster)
+        + lost_markers(cluster)
         + unclean_shutdowns(cluster)
     )
     for f in found:

@@ -1,0 +1,61 @@
+"""transaction_marker_lost (issue 19 item 2): the pure rule in jobs/findings/transactions.py on the
+rows its Spark helpers collect, and which of it and hanging_transaction reports a transaction."""
+
+from __future__ import annotations
+
+from jobs.findings.transactions import TXN_MAX_TIMEOUT_MS, hanging_transaction_findings, lost_marker_findings
+
+T0 = 1_767_225_600_000
+
+
+def pending(broker, *, first=120, last=139, epoch=0, open_firsts=(), age=0):
+    """A pending_transactions row: producer 2000's data after its last marker on ``broker``."""
+    data = [{"base_offset": first, "last_offset": last, "max_timestamp": T0, "path": f"broker-{broker}/t-0/0.log",
+             "position": 1000, "producer_epoch": epoch}]
+    return {"topic": "t", "partition": 0, "broker": broker, "producer_id": 2000, "pending": data,
+            "newest_ts": T0 + age, "open_firsts": list(open_firsts)}
+
+
+def marker(broker, offset=140, epoch=0, control="commit"):
+    return {"topic": "t", "partition": 0, "broker": broker, "producer_id": 2000, "producer_epoch": epoch, "base_offset": offset,
+            "path": f"broker-{broker}/t-0/0.log", "position": 1201, "control_type": control}
+
+
+def txn(status, epoch=0, at=T0 + 5):
+    return {"transactional_id": "orders-tx", "producer_id": 2000, "producer_epoch": epoch, "status_name": status,
+            "last_update_ms": at, "broker": 3, "path": "broker-3/__transaction_state-7/0.log", "batch_position": 77}
+
+
+SURV = {("t", 0): {"broker": 2, "candidates": [{"broker": 2}], "epoch": 1, "why": "test"}}
+
+
+def test_a_marker_held_off_the_surviving_lineage_pins_the_lso_at_the_transactions_first_offset():
+    [f] = lost_marker_findings([pending(2, open_firsts=[120])], [marker(1)], [txn("CompleteCommit")], SURV)
+    assert (f.kind, f.severity, f.first_offset, f.last_offset, f.brokers) == ("transaction_marker_lost", "error", 120, 139, [1, 2])
+    assert f.producers[0]["producer_id"] == 2000 and f.producers[0]["producer_epoch"] == 0
+    held = [e for e in f.evidence if "COMMIT marker" in e.detail]
+    assert [(e.broker, e.path, e.position) for e in held] == [(1, "broker-1/t-0/0.log", 1201)]
+    assert "transactional id orders-tx" in f.explanation
+    assert "kafka-transactions.sh --bootstrap-server <broker> abort --topic t --partition 0 --start-offset 120" in f.explanation
+
+
+def test_the_coordinator_recording_the_transaction_complete_is_enough():
+    [f] = lost_marker_findings([pending(2)], [], [txn("CompleteAbort", epoch=1)], SURV)
+    assert f.brokers == [2] and any("__transaction_state: orders-tx CompleteAbort" in e.detail for e in f.evidence)
+
+
+def test_no_proof_of_the_end_is_no_lost_marker():
+    assert lost_marker_findings([pending(2)], [], [txn("Ongoing")], SURV) == []
+    assert lost_marker_findings([pending(2)], [], [txn("CompleteCommit", at=T0 - 1)], SURV) == []  # an earlier transaction
+    assert lost_marker_findings([pending(2, epoch=3)], [marker(1, epoch=2)], [], SURV) == []  # an older epoch's marker
+    assert lost_marker_findings([pending(2)], [marker(1, offset=100)], [], SURV) == []  # a marker before the data
+    assert lost_marker_findings([pending(1)], [marker(2)], [], SURV) == []  # open only off the surviving log
+    lagging = {("t", 0): {**SURV[("t", 0)], "broker": None, "candidates": [{"broker": 1}, {"broker": 2}]}}
+    assert lost_marker_findings([pending(2)], [marker(1)], [], lagging) == []  # a candidate ahead is not a lost marker
+
+
+def test_a_lost_marker_wins_over_hanging_transaction_for_the_same_transaction():
+    old = pending(2, age=TXN_MAX_TIMEOUT_MS + 1)
+    assert [f.kind for f in hanging_transaction_findings([old])] == ["hanging_transaction"]
+    lost = lost_marker_findings([old], [marker(1)], [], SURV)
+    assert hanging_transaction_findings([old], lost) == []
