@@ -97,7 +97,8 @@ if [ -z "$LOGS" ]; then
     # the -Dkafka.logs.dir of the broker running with these properties (named as given, else by file name)
     for name in "$PROPS" "${PROPS##*/}"; do
         [ -z "$LOGS" ] || break
-        LOGS=$(ps -eo args 2>/dev/null | grep -F -- "$name" | sed -n 's/.*-Dkafka\.logs\.dir=\([^ ]*\).*/\1/p' | head -n 1)
+        # (-ww: whole command lines; ps otherwise cuts them at $COLUMNS, and a JVM's is thousands of characters)
+        LOGS=$({ ps -ww -eo args 2>/dev/null || ps -eo args 2>/dev/null; } | grep -F -- "$name" | sed -n 's/.*-Dkafka\.logs\.dir=\([^ ]*\).*/\1/p' | head -n 1)
     done
     [ -n "$LOGS" ] || LOGS="$(dirname "$PROPS")/../logs"
 fi

@@ -15,8 +15,10 @@ HISTORY = Path(os.environ.get("KF_SQL_HISTORY", Path.home() / ".kafka_forensics_
 MAX_TABLE_ROWS = 10_000
 
 
-def emit(df: DataFrame, fmt: str, out: TextIO = sys.stdout) -> int:
-    """Print ``df`` as a text table, JSON Lines or CSV; returns the row count."""
+def emit(df: DataFrame, fmt: str, out: TextIO | None = None) -> int:
+    """Print ``df`` as a text table, JSON Lines or CSV (to ``out``, default the current stdout);
+    returns the row count."""
+    out = out or sys.stdout  # (looked up per call: a default bound at import keeps a replaced stdout)
     if fmt == "json":
         n = 0
         from pyspark.sql import functions as F
@@ -40,7 +42,7 @@ def emit(df: DataFrame, fmt: str, out: TextIO = sys.stdout) -> int:
     return min(len(rows), MAX_TABLE_ROWS)
 
 
-def run_query(spark: SparkSession, query: str, fmt: str = "table", out: TextIO = sys.stdout) -> int:
+def run_query(spark: SparkSession, query: str, fmt: str = "table", out: TextIO | None = None) -> int:
     return emit(spark.sql(query), fmt, out)
 
 

@@ -3,12 +3,19 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import tarfile
 from pathlib import Path
 
 import pytest
+
+# pytest-xdist's workers run with COLUMNS=80 and LINES=24 exported. The text report follows $COLUMNS,
+# as a CLI should; the tests read it as a pipe without COLUMNS gets it (100 columns), in a worker too.
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    for _name in ("COLUMNS", "LINES"):
+        os.environ.pop(_name, None)
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED = Path(__import__("os").environ.get("KF_SHARED", REPO.parent / "shared"))

@@ -244,7 +244,8 @@ def test_collect_from_a_live_broker(live_broker, collected):
         producer.stdin.flush()
         out = tmp / "out"
         out.mkdir()
-        env = {k: v for k, v in os.environ.items() if k != "LOG_DIR"}
+        # COLUMNS exported, as in many shells and CI runners: ps must not cut the broker's command line
+        env = {**{k: v for k, v in os.environ.items() if k != "LOG_DIR"}, "COLUMNS": "80"}
         run = subprocess.run([SHELL, str(script), "-o", str(out), str(props)], capture_output=True, text=True, env=env, timeout=120)
     finally:
         producer.stdin.close()
