@@ -93,12 +93,13 @@ def detectable(f: dict) -> bool:
 
 
 def verdict(findings_json: Path) -> str:
-    """The one-word verdict of an analysis, as the report states it (errors, else warnings, else clean)."""
+    """The verdict of an analysis in a few words: errors, else warnings, else clean (with its infos)."""
     summary = json.loads(findings_json.read_text(encoding="utf-8"))["summary"]
     for sev in ("errors", "warnings"):
         if summary.get(sev):
             return f"{summary[sev]} {sev if summary[sev] > 1 else sev[:-1]}"
-    return "clean"
+    infos = summary.get("infos") or 0
+    return f"clean ({infos} info{'s' if infos > 1 else ''})" if infos else "clean"
 
 
 def closing_table(rows: list[tuple[str, str, str, str]]) -> str:

@@ -236,8 +236,10 @@ def test_demo_counts_scenarios_and_closes_with_a_table(tmp_path):
     assert demo.run(tmp_path, ["torn-write", "clean-failover"], stream=out, analyze=False) == 0
     assert "== 1/2 torn-write" in out.getvalue() and "== 2/2 clean-failover" in out.getvalue()
     (tmp_path / "a.json").write_text(json.dumps({"summary": {"errors": 2, "warnings": 1}}))
-    (tmp_path / "b.json").write_text(json.dumps({"summary": {"errors": 0, "warnings": 0}}))
+    (tmp_path / "b.json").write_text(json.dumps({"summary": {"errors": 0, "warnings": 0, "infos": 0}}))
+    (tmp_path / "c.json").write_text(json.dumps({"summary": {"errors": 0, "warnings": 0, "infos": 1}}))
     assert demo.verdict(tmp_path / "a.json") == "2 errors" and demo.verdict(tmp_path / "b.json") == "clean"
+    assert demo.verdict(tmp_path / "c.json") == "clean (1 info)"  # benign-mix: its one finding is an unclean_shutdown
     table = demo.closing_table([("torn-write", "2 errors", "yes", "/x/report.html"), ("clean-failover", "clean", "NO", "/y/report.html")])
     lines = table.splitlines()
     assert lines[0].split() == ["scenario", "verdict", "matches", "truth", "report"]
