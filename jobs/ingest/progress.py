@@ -14,17 +14,18 @@ from collections.abc import Callable
 SHOW_AFTER = 3.0
 
 
-class Progress:
-    """Context manager: shows ``files done/total, MB done/total`` once ``SHOW_AFTER`` s have passed."""
+class _Display:
+    """A context manager whose ``_run`` draws on stderr from a daemon thread while the block runs
+    (when ``enabled``); ``_run`` waits on ``self._stop``, which the end of the block sets."""
 
-    def __init__(self, files: int, total_bytes: int, poll: Callable[[], tuple[int, int]], enabled: bool = True):
-        self.files, self.total_bytes, self.poll, self.enabled = files, total_bytes, poll, enabled
+    def __init__(self, enabled: bool = True):
+        self.enabled = enabled
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
-    def __enter__(self) -> Progress:
+    def __enter__(self):
         if self.enabled:
-            self._thread = threading.Thread(target=self._run, name="kf-progress", daemon=True)
+            self._thread = threading.Thread(target=self._run, name=f"kf-{type(self).__name__.lower()}", daemon=True)
             self._thread.start()
         return self
 
@@ -32,6 +33,17 @@ class Progress:
         self._stop.set()
         if self._thread is not None:
             self._thread.join(timeout=2)
+
+    def _run(self) -> None:
+        raise NotImplementedError
+
+
+class Progress(_Display):
+    """Context manager: shows ``files done/total, MB done/total`` once ``SHOW_AFTER`` s have passed."""
+
+    def __init__(self, files: int, total_bytes: int, poll: Callable[[], tuple[int, int]], enabled: bool = True):
+        super().__init__(enabled)
+        self.files, self.total_bytes, self.poll = files, total_bytes, poll
 
     def _run(self) -> None:
         if self._stop.wait(SHOW_AFTER):
@@ -54,7 +66,7 @@ class Progress:
                     return
 
 
-class Stages:
+class Stages(_Display):
     """Context manager: after ``SHOW_AFTER`` s, a status line on stderr naming the stage the run is
     in and the seconds elapsed (``jobs: epoch lineage · 14 s``), updated as ``stage(name)`` is called.
 
@@ -63,24 +75,11 @@ class Stages:
     status on a pipe or a log file), so scripts and CI logs stay clean."""
 
     def __init__(self, enabled: bool = True, console=None):
-        self.enabled, self.console = enabled, console
-        self.name = "starting"
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
+        super().__init__(enabled)
+        self.console, self.name = console, "starting"
 
     def stage(self, name: str) -> None:
         self.name = name
-
-    def __enter__(self) -> Stages:
-        if self.enabled:
-            self._thread = threading.Thread(target=self._run, name="kf-stages", daemon=True)
-            self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join(timeout=2)
 
     def _run(self) -> None:
         import time
