@@ -168,6 +168,35 @@ def sql(
         raise fail(str(exc).strip().splitlines()[0]) from None
 
 
+@app.command(cls=NativeCommand)
+def serve(
+    out: Annotated[Path, typer.Argument(metavar="DIR", help="An output directory written by analyze or ingest.")],
+    port: Annotated[int, typer.Option("--port", metavar="N", help="TCP port of the JDBC server.")] = 10000,
+    host: Annotated[str, typer.Option("--host", metavar="ADDR", help="Address to listen on (0.0.0.0: every interface; "
+                                      "the server has no authentication).")] = "127.0.0.1",
+    master: Master = "local[*]",
+    quiet: Quiet = False,
+) -> None:
+    """Serve DIR's tables over JDBC/ODBC (Spark's Thrift server) until Ctrl-C, for beeline, DBeaver or Superset.
+
+    Prints the JDBC URL and a beeline line on stderr once the port listens. Derby lets one process
+    open DIR's catalog at a time: serve while no sql or analyze uses DIR.
+
+    Example: kafka-forensics serve incident-42 --port 10000
+    """
+    from . import serve as serve_mod
+
+    def ready() -> None:
+        if not quiet:
+            print(f"JDBC server on {serve_mod.jdbc_url(host, port)} (user and password: any); Ctrl-C stops it\n"
+                  f"  {serve_mod.beeline_line(host, port)}", file=sys.stderr, flush=True)
+
+    try:
+        code = serve_mod.serve(out, host, port, master, ready=ready)
+    except serve_mod.ServeError as exc:
+        raise fail(str(exc)) from None
+    raise typer.Exit(code)
+
 def _log_to_stderr(quiet: bool = False, verbose: bool = False) -> None:
     """Our INFO lines on stderr (none with --quiet); with --verbose, Spark's own too."""
     import logging

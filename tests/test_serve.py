@@ -1,0 +1,154 @@
+"""``kafka-forensics serve DIR``: Spark's Thrift JDBC server over DIR's catalog, queried with the
+beeline that ships in pyspark (the README's line, run as written), then stopped with SIGTERM,
+leaving no JVM behind.
+
+Every step is its own process, as a user runs them: analyze, serve, beeline. One analyzed DIR
+(the real cluster's unclean election) serves all the tests of this module.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import subprocess
+import threading
+import time
+from pathlib import Path
+
+import pytest
+from conftest import REAL
+from test_catalog import BIN, _env, _run, readme_line
+
+README_BEELINE = "$(python -c 'import pyspark"
+SCENARIO = REAL / "unclean-election-divergence-rejoined"
+CLI = str(BIN / "kafka-forensics")
+
+
+@pytest.fixture(scope="module")
+def analyzed(tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("serve") / "case"
+    proc = subprocess.run([CLI, "analyze", str(SCENARIO), "--out", str(out), "--quiet", "--master", "local[1]"],
+                          env=_env(), capture_output=True, text=True, timeout=900)
+    assert proc.returncode in (0, 1), proc.stderr[-3000:]
+    return out
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _descendants(pid: int) -> list[int]:
+    parent = {}
+    for d in Path("/proc").glob("[0-9]*"):
+        try:
+            stat = (d / "stat").read_text()
+        except OSError:
+            continue
+        parent[int(d.name)] = int(stat[stat.rindex(")") + 2:].split()[1])
+    found, frontier = [], [pid]
+    while frontier:
+        frontier = [p for p, pp in parent.items() if pp in frontier]
+        found += frontier
+    return found
+
+
+def _alive(pid: int) -> bool:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat[stat.rindex(")") + 2:].split()[0] != "Z"
+
+
+def _table(stdout: str) -> list[list[str]]:
+    """beeline's table output as rows of cells, header rows included."""
+    return [[c.strip() for c in ln.strip().strip("|").split("|")] for ln in stdout.splitlines() if ln.strip().startswith("|")]
+
+
+class Server:
+    """``kafka-forensics serve`` as a subprocess; ``ready`` once it printed its JDBC URL."""
+
+    def __init__(self, out: Path, port: int) -> None:
+        self.port = port
+        self.proc = subprocess.Popen([CLI, "serve", str(out), "--port", str(port)], env=_env(), stdin=subprocess.DEVNULL,
+                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        self.stderr: list[str] = []
+        self.ready = threading.Event()
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self) -> None:
+        for line in self.proc.stderr:
+            self.stderr.append(line)
+            if line.startswith("JDBC server on"):
+                self.ready.set()
+
+    def wait_ready(self, timeout: float = 600) -> None:
+        deadline = time.monotonic() + timeout
+        while not self.ready.wait(1):
+            assert self.proc.poll() is None, "".join(self.stderr)[-3000:]
+            assert time.monotonic() < deadline, "".join(self.stderr)[-3000:]
+
+
+@pytest.fixture(scope="module")
+def server(analyzed):
+    srv = Server(analyzed, _free_port())
+    try:
+        srv.wait_ready()
+        yield srv
+    finally:
+        if srv.proc.poll() is None:
+            srv.proc.kill()
+
+
+def test_readme_beeline_query_and_tables_match_the_dir(analyzed, server, tmp_path):
+    said = "".join(server.stderr)
+    assert f"jdbc:hive2://127.0.0.1:{server.port}" in said and "bin/beeline -u" in said
+    line = readme_line(README_BEELINE)
+    assert ":10000 " in line
+    proc = _run(["bash", "-c", line.replace(":10000 ", f":{server.port} ")], tmp_path)
+    rows = _table(proc.stdout)
+    assert rows[0] == ["kind", "severity", "n"]
+    findings = json.loads((analyzed / "findings.json").read_text())["findings"]
+    expected = {}
+    for f in findings:
+        expected[(f["kind"], f["severity"])] = expected.get((f["kind"], f["severity"]), 0) + 1
+    assert expected and {(k, s): int(n) for k, s, n in rows[1:]} == expected
+
+    url = f"jdbc:hive2://127.0.0.1:{server.port}"
+    proc = _run(["bash", "-c", line.split(" -u ")[0] + f" -u {url} -e 'select count(*) as n from findings; show tables'"], tmp_path)
+    rows = _table(proc.stdout)
+    assert rows[0] == ["n"] and int(rows[1][0]) == len(findings)
+    shown = sorted(r[1] for r in rows[2:] if r[0] == "default")
+    assert shown == sorted(p.name for p in (analyzed / "tables").iterdir() if p.is_dir() and not p.name.startswith(("_", ".")))
+
+
+def test_second_server_on_the_same_dir_is_one_line(analyzed, server):
+    proc = subprocess.run([CLI, "serve", str(analyzed), "--port", str(_free_port())], env=_env(), capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2
+    assert proc.stderr.startswith("kafka-forensics: ") and proc.stderr.count("\n") == 1 and "catalog is open in another process" in proc.stderr
+
+
+def test_sigterm_stops_the_server_and_its_jvm(server):
+    jvms = [p for p in _descendants(server.proc.pid) if "java" in Path(f"/proc/{p}/cmdline").read_bytes().decode(errors="replace")]
+    assert jvms, "the server runs in a JVM below serve"
+    server.proc.terminate()
+    assert server.proc.wait(120) == 0
+    deadline = time.monotonic() + 30
+    while any(_alive(p) for p in jvms) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not any(_alive(p) for p in jvms)
+    with socket.socket() as s:
+        assert s.connect_ex(("127.0.0.1", server.port)) != 0
+    assert not any("Traceback" in line for line in server.stderr)
+
+
+def test_not_an_analyzed_dir_and_a_taken_port(tmp_path):
+    proc = subprocess.run([CLI, "serve", str(tmp_path)], env=_env(), capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2 and proc.stderr.startswith("kafka-forensics: ") and "not an analyzed DIR" in proc.stderr
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        s.listen()
+        proc = subprocess.run([CLI, "serve", str(tmp_path), "--port", str(s.getsockname()[1])], env=_env(), capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2 and proc.stderr.count("\n") == 1 and "cannot listen on 127.0.0.1:" in proc.stderr
