@@ -4,6 +4,7 @@ compared with pyspark.testing.assertDataFrameEqual (row order ignored). The end-
 
 from __future__ import annotations
 
+import pyarrow as pa
 from pyspark.sql.pandas.types import from_arrow_schema
 from pyspark.testing import assertDataFrameEqual
 
@@ -88,3 +89,24 @@ def test_each_finding_kind_is_declared_once_with_a_known_severity():
     assert len(declared) == len(set(declared)) == len(KIND_SEVERITY), sorted(k for k in declared if declared.count(k) > 1)
     assert set(KIND_SEVERITY.values()) <= set(SEVERITIES)
     assert all(callable(d.find) for d in DETECTORS)
+
+
+def test_timeline_keeps_each_log_line_whole(spark):
+    """The controller's real "UNCLEAN partition change" line (over 300 characters) reaches the
+    timeline whole, down to the class that logged it; it used to end mid-sentence."""
+    import gzip
+
+    from conftest import REAL
+
+    from jobs.history.timeline import _log_rows
+    from parsers.broker_log import parse_file
+
+    log = REAL / "unclean-election-divergence-rejoined" / "server-logs" / "node-100-controller.log.gz"
+    table = parse_file(str(log)).table
+    table = table.append_column("path", pa.array([log.name] * table.num_rows, pa.string()))
+    lines = gzip.open(log, "rt", encoding="utf-8").read().splitlines()
+    rows = _log_rows(spark.createDataFrame(table.to_pandas())).where("event = 'unclean_election'").collect()
+    long = [r for r in rows if len(lines[r["position"] - 1]) > 300]
+    assert long, "the controller logs its unclean partition change in a line over 300 characters"
+    for r in rows:
+        assert r["detail"] == lines[r["position"] - 1].rstrip()

@@ -116,6 +116,9 @@ def build(meta_events: DataFrame, broker_events: DataFrame, lineage: DataFrame, 
 
 
 def _log_rows(df: DataFrame) -> DataFrame:
+    """Log events as timeline rows; the detail is the whole log line (as broker_log kept it): a
+    line cut at a fixed width lost its end mid-sentence, often the class or the offsets that
+    say what happened."""
     below = (F.col("event") == "truncation") & F.col("hw").isNotNull() & (F.col("offset") < F.col("hw"))
     return _select(
         df, topic=F.col("topic"), partition=F.col("partition"), time=F.col("time"), source=F.lit("broker_log"),
@@ -123,5 +126,5 @@ def _log_rows(df: DataFrame) -> DataFrame:
         offset=F.col("offset"), isr=F.col("isr"),
         election=F.when(F.col("event") == "unclean_election", "unclean"),
         severity=F.when(F.col("event") == "unclean_election", "error").when(below, "error"),
-        detail=F.substring("text", 1, 300), path=F.col("path"), position=F.col("line_no"), seq=F.col("line_no"),
+        detail=F.col("text"), path=F.col("path"), position=F.col("line_no"), seq=F.col("line_no"),
     )
