@@ -10,7 +10,9 @@ over two files, into the shared hand-built DIR of the other report tests. No Spa
 
 from __future__ import annotations
 
+import base64
 import gzip
+import html
 import io
 import json
 import re
@@ -29,7 +31,7 @@ from test_report_html import Page
 from analyzer.report import load, render, write_html
 from analyzer.report.figures import expand
 from analyzer.report.html import EVENT_FIELDS, MAX_EVENTS_EMBEDDED, events_view
-from analyzer.report.timeline import normalise
+from analyzer.report.timeline import normalise, order_key, settle_final_shutdown
 
 SCENARIO = REAL / "unclean-election-divergence-rejoined"
 TOPIC, PART = "ue", 0
@@ -76,9 +78,9 @@ def _metadata_rows(gt: dict) -> list[dict]:
             elif leader != prev["leader"] and leader >= 0 and leader not in prev["isr"]:
                 event, election, severity = "unclean_election", "unclean", "error"
                 detail = f"leader {prev['leader']} → {leader} (epoch {epoch}), UNCLEAN election: {leader} was not in ISR {prev['isr']}"
-            elif leader != prev["leader"]:
-                event, election = "leader_change", "offline" if leader < 0 else "clean"
-                detail = f"leader {prev['leader']} → {leader} (epoch {epoch})"
+            elif leader != prev["leader"]:  # (severity and wording of an offline change as jobs/history writes them)
+                event, election, severity = "leader_change", "offline" if leader < 0 else "clean", "warning" if leader < 0 else None
+                detail = f"leader {prev['leader']} → {leader} (epoch {epoch})" + (", no leader: partition offline" if leader < 0 else "")
             elif rec.get("leaderRecoveryState") == 0 and prev.get("leaderRecoveryState") == 1:
                 event, detail = "leader_recovered", f"leader {leader} recovered; ISR {prev['isr']} → {isr}"
             else:
@@ -86,15 +88,15 @@ def _metadata_rows(gt: dict) -> list[dict]:
             rows.append(_row(**base, event=event, leader=leader, leader_epoch=epoch, isr=isr, election=election, severity=severity, detail=detail))
             prev = rec
         elif rec["type"] == "REGISTER_BROKER_RECORD":
-            rows.append(_row(**base, event="registered", detail=f"broker {rec['broker']} registered (fenced)"))
-        elif rec["type"] == "BROKER_REGISTRATION_CHANGE_RECORD":
+            rows.append(_row(**{**base, "node": rec["broker"]}, event="registered", detail=f"broker {rec['broker']} registered (fenced)"))
+        elif rec["type"] == "BROKER_REGISTRATION_CHANGE_RECORD":  # (node: the broker the record is about, as in the job)
             event = "controlled_shutdown" if rec["inControlledShutdown"] == 1 else "fenced" if rec["fenced"] == 1 else "unfenced"
-            rows.append(_row(**base, event=event, detail=f"broker {rec['broker']} {event.replace('_', ' ')}"))
+            rows.append(_row(**{**base, "node": rec["broker"]}, event=event, detail=f"broker {rec['broker']} {event.replace('_', ' ')}"))
     return rows
 
 
 def _log_rows() -> list[dict]:
-    """The brokers' own "Truncating partition ue-0 …" lines (line number as position and seq)."""
+    """The brokers' own "Truncating partition ue-0 …" lines, whole (line number as position and seq)."""
     rows = []
     for log in sorted((SCENARIO / "server-logs").glob("node-*-server.log.gz")):
         node = int(log.name.split("-")[1])
@@ -105,7 +107,7 @@ def _log_rows() -> list[dict]:
                     continue
                 t = datetime.strptime(stamp.group(1), "%Y-%m-%d %H:%M:%S,%f").replace(tzinfo=UTC)
                 event = "truncation_noop" if "no effect" in line else "truncation"
-                rows.append(_row(time=t, source="broker_log", node=node, event=event, offset=int(m.group(3)), detail=line.split("] ", 1)[1].strip()[:200],
+                rows.append(_row(time=t, source="broker_log", node=node, event=event, offset=int(m.group(3)), detail=line.strip(),
                                  path=f"server-logs/{log.name}", position=n, seq=n))
     return rows
 
@@ -210,6 +212,11 @@ def _shown(page: Page, name: str) -> list[dict]:
     return rows
 
 
+def _as_written(detail: str) -> str:
+    """A shown detail as the table has it: the final clean stop's is reworded by the report."""
+    head, final, _ = detail.partition(", no leader after broker")
+    return head + ", no leader: partition offline" if final else detail
+
 def test_timeline_is_under_its_partition_only(story_dir, page, story):
     partitions = page.payload()["partitions"]
     assert "events" in partitions["ue-0"]
@@ -232,13 +239,13 @@ def test_rows_in_time_order_unknown_times_last(page, story):
     # equal times follow the metadata-log order (seq), whatever the files' order
     meta = [r for r in story if r["source"] == "metadata"]
     shown_meta = [r for r in rows if r["source"] == "metadata"]
-    assert [r["detail"] for r in shown_meta] == [r["detail"] for r in sorted(meta, key=lambda r: r["seq"])]
+    assert [_as_written(r["detail"]) for r in shown_meta] == [r["detail"] for r in sorted(meta, key=lambda r: r["seq"])]
 
 
 def test_written_order_was_not_the_answer(story_dir, page):
     """Guard for the test above: the files hold the rows shuffled, so the order is the report's."""
     written = [r["detail"] for f in sorted((story_dir / "tables" / "timeline").glob("*.parquet")) for r in pq.read_table(f).to_pylist()]
-    shown = [r["detail"] for r in _shown(page, "ue-0")]
+    shown = [_as_written(r["detail"]) for r in _shown(page, "ue-0")]
     assert sorted(written) == sorted(shown) and written != shown
     times = [r["time"] for r in _shown(page, "ue-0") if r["source"] == "metadata"]
     assert len(set(times)) < len(times), "some metadata records share a millisecond: only seq orders them"
@@ -254,7 +261,8 @@ def test_unclean_election_row_highlighted(story_dir, page, ground_truth):
     assert row["leader_epoch"] == f"{anomaly['new_leader']} / e{anomaly['leader_epoch']}" and row["isr"] == str(anomaly["isr_after"])
     assert row["path"].startswith("controller-") and row["node"] == int(row["path"].split("/")[0].split("-")[1])
     # clean elections and routine rows are not highlighted; the HW truncation is
-    assert all(r["highlight"] is None for r in rows if r["event"].startswith(("leader_change", "isr_change", "epoch_start", "truncation_noop")))
+    assert all(r["highlight"] is None for r in rows if r["event"].startswith(("leader_change (clean)", "leader_change (final shutdown)",
+                                                                                "isr_change", "epoch_start", "truncation_noop")))
     below = [r for r in rows if r["highlight"] == "error" and r["event"] == "truncation"]
     assert [(r["node"], r["offset"]) for r in below] == [(a["broker"], a["truncated_to"]) for a in ground_truth["expected_anomalies"]
                                                          if a["kind"] == "truncation_below_hw"]
@@ -263,6 +271,43 @@ def test_unclean_election_row_highlighted(story_dir, page, ground_truth):
     assert "table.events tr.sev-error td" in html and "var(--error)" in html
     assert '"ev sev-" + hl' in html
 
+
+
+def _offline_changes(gt: dict) -> list[datetime]:
+    """When ue-0 lost its leader (PartitionChangeRecords with leader -1), from the metadata log."""
+    return [_iso(r["time"]) for r in gt["leadership_history"]
+            if r["type"] == "PARTITION_CHANGE_RECORD" and (r["topic"], r["partition"]) == (TOPIC, PART) and r["leader"] == -1]
+
+
+def test_final_clean_shutdown_is_not_an_offline_alarm(page, ground_truth):
+    """ue-0 lost its leader three times: broker 1 killed (an outage), broker 2's controlled shutdown
+    with the partition back 8 s later (an outage too), and broker 2's controlled shutdown when the
+    cluster was stopped for collection (nothing after it: not an outage)."""
+    offline = _offline_changes(ground_truth)
+    assert len(offline) == 3
+    rows = {r["time"]: r for r in _shown(page, "ue-0") if r["event"].startswith("leader_change") and r["source"] == "metadata"}
+    *outages, final = (rows[_ms(t)] for t in offline)
+    for r in outages:
+        assert r["event"] == "leader_change (offline)" and r["highlight"] == "warning" and "partition offline" in r["detail"]
+    assert final["event"] == "leader_change (final shutdown)" and final["highlight"] is None
+    assert "offline" not in final["detail"] and "broker 2's controlled shutdown" in final["detail"]
+    assert final["detail"].startswith("leader 2 → -1 (epoch 5)")
+
+
+def test_final_offline_without_a_clean_shutdown_stays_an_alarm(story, ground_truth):
+    """The same story with broker 2's last controlled-shutdown record gone (as if it was killed):
+    the partition's final leaderless state is an outage, and stays highlighted."""
+    final = _offline_changes(ground_truth)[-1]
+    killed = [r for r in story if not (r["event"] == "controlled_shutdown" and r["time"] == final)]
+    assert len(killed) == len(story) - 1
+    events = sorted((normalise(r) for r in killed), key=order_key)
+    settle_final_shutdown(events)
+    last = next(e for e in events if e["time"] == final and e["source"] == "metadata" and e["election"])
+    assert last["election"] == "offline" and last["highlight"] == "warning"
+    events = sorted((normalise(r) for r in story), key=order_key)
+    settle_final_shutdown(events)
+    last = next(e for e in events if e["time"] == final and e["source"] == "metadata" and e["election"])
+    assert last["election"] == "final shutdown" and last["highlight"] is None
 
 def test_evidence_names_real_log_lines(page):
     rows = _shown(page, "ue-0")
@@ -285,6 +330,10 @@ def test_figure_marks_the_truncation_on_the_replica_lane(page, ground_truth):
     alarm = ticks["alarming truncation"]
     assert set(zip(alarm["y"], alarm["x"])) == below and alarm["marker"]["color"] != ticks["truncation"]["marker"]["color"]
     assert "broker 1 truncated to 300" in alarm["hovertext"][0] and "below its checkpointed HW 500" in alarm["hovertext"][0]
+    # the hover holds each whole log line, broken into lines (Plotly's hover box never wraps)
+    wrapped = [hover.split("<br>")[2:-1] for hover in ticks["truncation"]["hovertext"]]  # (between the time and the path)
+    assert max(len(line) for lines in wrapped for line in lines) <= 100
+    assert sorted(html.unescape(" ".join(lines)) for lines in wrapped) == sorted(r["detail"] for r in _log_rows() if r["event"] == "truncation")
     others = [t for k, p in page.payload()["partitions"].items() if k != "ue-0" and p["timeline"] for t in p["timeline"]["data"]]
     assert not any("truncation" in t["name"] for t in others)
 
@@ -314,8 +363,9 @@ def test_text_report_quotes_alarming_rows_under_the_partition(story_dir, ground_
     buf = io.StringIO()
     render(story_dir, "text", buf)
     out = buf.getvalue()
-    alarming = sorted((r for r in story if r["severity"]), key=lambda r: r["time"])
-    assert len(alarming) == 2
+    final = _offline_changes(ground_truth)[-1]
+    alarming = sorted((r for r in story if r["severity"] and r["time"] != final), key=lambda r: r["time"])
+    assert len(alarming) == 4  # the unclean election, the truncation below the HW and two real offline periods
     head = out.index(f"\n{TOPIC}-{PART} ")
     block = out[head:out.index("\n\n", out.index("Timeline (", head))]
     assert f"Timeline ({len(alarming)} alarming of {len(story)} events):" in block
@@ -385,6 +435,37 @@ def _long_story(n: int = 120, alarm_at: int = 100) -> list[dict]:
              "path": "broker-2/__consumer_offsets-7/00000000000000000000.log", "position": 100 * i, "seq": i} for i in range(n)]
 
 
+# Every bar of the epoch traces in a drawn figure: its trace name, its fill and its box inside the
+# figure, shrunk by 3 px so that outlines and anti-aliased edges are not counted.
+EPOCH_BARS_JS = """
+const fig = arguments[0], at = fig.getBoundingClientRect(), out = [];
+fig.querySelectorAll('g.barlayer g.trace').forEach(g => {
+  const name = g.__data__[0].trace.name;
+  if (!name.startsWith('epoch ')) return;
+  g.querySelectorAll('path').forEach(p => {
+    const r = p.getBoundingClientRect();
+    if (r.width < 10) return;
+    out.push({name: name, fill: getComputedStyle(p).fill, box: [r.left - at.left + 3, r.top - at.top + 3, r.width - 6, r.height - 6]});
+  });
+});
+return out;
+"""
+# The share of a box's pixels in a PNG (base64) that are exactly an ``rgb(r, g, b)`` colour.
+COLOUR_SHARE_JS = """
+const [b64, box, fill, done] = arguments;
+const want = fill.match(/\\d+/g).map(Number), img = new Image();
+img.onload = () => {
+  const c = document.createElement('canvas'); c.width = img.width; c.height = img.height;
+  const ctx = c.getContext('2d'); ctx.drawImage(img, 0, 0);
+  const px = ctx.getImageData(Math.round(box[0]), Math.round(box[1]), Math.round(box[2]), Math.round(box[3])).data;
+  let same = 0;
+  for (let i = 0; i < px.length; i += 4) if (px[i] === want[0] && px[i + 1] === want[1] && px[i + 2] === want[2]) same++;
+  done(same / (px.length / 4));
+};
+img.onerror = () => done(null);
+img.src = 'data:image/png;base64,' + b64;
+"""
+
 def test_timeline_in_headless_chromium(browser, story, tmp_path):
     from selenium.webdriver.support.ui import WebDriverWait
 
@@ -408,6 +489,35 @@ def test_timeline_in_headless_chromium(browser, story, tmp_path):
     assert "timeline" in order[0].split() and order[1] == "events"
     names = browser.execute_script("return document.querySelector('#p-ue-0 .timeline').data.map(t => t.name)")
     assert "truncation" in names
+    # each log line whole, wrapped inside its cell (nothing overflows) and whole again on hover
+    details = browser.execute_script("return Array.from(document.querySelectorAll('#p-ue-0 table.events tr.ev td.detail')).map(td => "
+                                     "[td.textContent, td.title, td.scrollWidth <= td.clientWidth, getComputedStyle(td).whiteSpace])")
+    lines = {r["detail"] for r in story if r["source"] == "broker_log" and r["position"]}
+    shown_lines = [d for d in details if d[0] in lines]
+    assert {d[0] for d in shown_lines} == lines and max(len(d[0]) for d in shown_lines) > 200
+    assert all(title == text and fits and ws == "normal" for text, title, fits, ws in details)
+    # the final clean stop is not an alarming row; the real outages are
+    final = [r for r in rows if r[1] == "leader_change (final shutdown)"]
+    assert len(final) == 1 and "sev-" not in final[0][0]
+    assert len([r for r in rows if r[1] == "leader_change (offline)" and r[0] == "ev sev-warning"]) == 2
+    shot = tmp_path / "timeline-ue-0.png"
+    browser.find_element("css selector", "#p-ue-0").screenshot(str(shot))
+    assert shot.stat().st_size > 10_000
+
+    # lost and divergent overlays leave each lane's epoch colour as it is under them (hatched, not tinted)
+    browser.execute_script("document.getElementById('p-orders-0').scrollIntoView()")  # (drawn when scrolled to)
+    WebDriverWait(browser, 30).until(lambda d: d.execute_script("return document.querySelector('#p-orders-0 .timeline .main-svg') !== null"))
+    figure = browser.find_element("css selector", "#p-orders-0 .timeline")
+    browser.execute_script("arguments[0].scrollIntoView()", figure)
+    bars = browser.execute_script(EPOCH_BARS_JS, figure)
+    png = figure.screenshot_as_png
+    (tmp_path / "overlays-orders-0.png").write_bytes(png)
+    under = [b for b in bars if b["name"] in ("epoch 1", "epoch 2")]  # the ranges the loss and divergence findings cover
+    clear = [b for b in bars if b["name"] == "epoch 0"]
+    assert len(under) == 3 and len(clear) == 3
+    for bar in under + clear:
+        share = browser.execute_async_script(COLOUR_SHARE_JS, base64.b64encode(png).decode("ascii"), bar["box"], bar["fill"])
+        assert share > (0.35 if bar in under else 0.95), (bar, share)  # (hatch lines and their anti-aliasing take the rest)
 
     # a long timeline (clean partition, drawn when opened): 50 rows + the highlighted one, then show all
     browser.execute_script("document.getElementById('clean-partitions').open = true; document.getElementById('p-orders-2').open = true")

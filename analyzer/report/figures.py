@@ -10,6 +10,7 @@ against ``plotly.graph_objects.Figure``.
 from __future__ import annotations
 
 import html
+import textwrap
 from typing import Any
 
 import numpy as np
@@ -22,10 +23,15 @@ from .summary import evidence_line, finding_headline
 EPOCH_COLOURS = ("#1f77b4", "#2ca02c", "#9467bd", "#17becf", "#bcbd22", "#8c564b", "#e377c2", "#7f7f7f", "#ff7f0e", "#393b79")
 HOLE_COLOUR = "rgba(160,160,160,0.55)"
 LOST_KINDS = frozenset({"acked_data_loss", "truncation_below_hw"})
-HIGHLIGHT = {  # finding family -> (legend name, fill, outline)
-    "lost": ("lost range", "rgba(214,39,40,0.16)", "#d62728", 0.9),
-    "divergent": ("divergent / suspect range", "rgba(255,127,14,0.16)", "#ff7f0e", 0.7),
+# finding family -> (legend name, outline and hatch colour, hatch, bar width). The overlay has no fill
+# of its own, only an outline and sparse hatching: a tinted fill over the epoch colours (and two over
+# each other where a range is both lost and divergent) turned blue, green and purple into one mud,
+# and which epoch a lost range belongs to is half the story.
+HIGHLIGHT = {
+    "lost": ("lost range", "#d62728", "/", 0.9),
+    "divergent": ("divergent / suspect range", "#ff7f0e", "\\", 0.7),
 }
+TRANSPARENT = "rgba(0,0,0,0)"
 # replica_logs column, legend name, symbol, size, colour: drawn largest first, so markers at the
 # same offset (HW = recovery point = LEO on a clean replica) stay visible inside each other.
 MARKERS = (
@@ -77,6 +83,15 @@ def text(value: Any) -> str | None:
 def esc(value: Any) -> str:
     """Data from disk shown in Plotly hover text (which understands a few tags) is escaped."""
     return html.escape(str(value), quote=False)
+
+
+HOVER_WIDTH = 100
+
+
+def esc_wrapped(value: Any, width: int = HOVER_WIDTH) -> str:
+    """``esc``, broken into lines at word boundaries: Plotly's hover box never wraps, so a whole
+    Kafka log line would run off the figure (and cutting it would lose what it says)."""
+    return "<br>".join(esc(line) for line in textwrap.wrap(str(value), width, break_long_words=True, break_on_hyphens=False))
 
 
 def lane_name(broker: Any) -> str:
@@ -227,7 +242,7 @@ def _truncations(events: list[dict[str, Any]] | None, brokers: list[int]) -> lis
         for e in picked:
             when = e["time"].strftime("%Y-%m-%d %H:%M:%S.%f")[:-3] + " UTC" if e.get("time") is not None else "time unknown"
             where = [esc(e["path"]) + (f" @{e['position']}" if e.get("position") is not None else "")] if e.get("path") else []
-            hover.append("<br>".join([f"<b>broker {e['node']} truncated to {e['offset']}</b>", when, esc(e.get("detail") or ""), *where]))
+            hover.append("<br>".join([f"<b>broker {e['node']} truncated to {e['offset']}</b>", when, esc_wrapped(e.get("detail") or ""), *where]))
         traces.append({"type": "scatter", "mode": "markers", "hoverinfo": "text", "marker": marker, "name": name,
                        "y": [lane_name(e["node"]) for e in picked], "x": [e["offset"] for e in picked], "hovertext": hover})
     return traces
@@ -246,7 +261,7 @@ def _highlights(findings: list[dict[str, Any]], brokers: list[int]) -> list[dict
             if (family == "lost") != is_lost or (family == "divergent" and severity_of(f) == "info"):
                 continue
             named = [b for b in (num(x) for x in as_list(f.get("brokers")) + as_list(f.get("salvage_brokers"))) if b in brokers]
-            tip = "<br>".join([f"<b>{severity_of(f).upper()}</b> {esc(finding_headline(f))}", esc(f.get("explanation") or "")]
+            tip = "<br>".join([f"<b>{severity_of(f).upper()}</b> {esc(finding_headline(f))}", esc_wrapped(f.get("explanation") or "")]
                               + [esc(evidence_line(e)) for e in (f.get("evidence") or [])[:MAX_HOVER_EVIDENCE] if isinstance(e, dict)])
             for b in sorted(set(named)) or brokers:
                 lanes.append(lane_name(b))
@@ -254,8 +269,10 @@ def _highlights(findings: list[dict[str, Any]], brokers: list[int]) -> list[dict
                 ends.append(last if last is not None else first)
                 hover.append(tip)
         if lanes:
-            name, fill, line, width = HIGHLIGHT[family]
-            traces.append(_bar(name, lanes, starts, ends, hover, marker={"color": fill, "line": {"color": line, "width": 2}}, width=width))
+            name, line, hatch, width = HIGHLIGHT[family]
+            pattern = {"shape": hatch, "fgcolor": line, "bgcolor": TRANSPARENT, "fillmode": "overlay", "size": 12, "solidity": 0.1}
+            traces.append(_bar(name, lanes, starts, ends, hover, marker={"color": TRANSPARENT, "line": {"color": line, "width": 2}, "pattern": pattern},
+                               width=width))
     return traces
 
 

@@ -113,7 +113,44 @@ def load_timeline(out_dir: Path, notes: list[str]) -> dict[PartitionKey, list[Ev
             out.setdefault((event["topic"], event["partition"]), []).append(event)
     for events in out.values():
         events.sort(key=order_key)  # stable: rows of one record (same key) keep the table's own order
+        settle_final_shutdown(events)
     return out
+
+
+SHUTDOWN_EVENTS = frozenset({"controlled_shutdown", "shutdown"})  # metadata record / broker log line
+OFFLINE_WORDS = "no leader: partition offline"
+
+
+def final_shutdown(events: list[Event]) -> tuple[Event, int] | None:
+    """The row that only says the cluster was stopped cleanly at the end, and the leader that
+    stopped, if any: the partition's last leader change leaves it without a leader (``offline``)
+    right as that leader shut down in a controlled way (its controlled-shutdown record or shutdown
+    log line, after it became leader and no later than the change). Nothing came after, so there
+    was no outage to see: every benign collection taken after a clean stop ends like this. An
+    offline period followed by a new leader, or a leader fenced (killed) rather than shut down, is not this."""
+    changes = [e for e in events if e["source"] == "metadata" and e["election"] is not None]
+    if not changes or changes[-1]["election"] != "offline" or changes[-1]["time"] is None:
+        return None
+    last = changes[-1]
+    elected = [e for e in changes[:-1] if e["leader"] is not None and e["leader"] >= 0]
+    if not elected:
+        return None
+    leader, since = elected[-1]["leader"], elected[-1]["time"]
+    stopped = any(e["event"] in SHUTDOWN_EVENTS and e["node"] == leader and e["time"] is not None
+                  and (since is None or e["time"] >= since) and e["time"] <= last["time"] for e in events)
+    return (last, leader) if stopped else None
+
+
+def settle_final_shutdown(events: list[Event]) -> None:
+    """Show the final clean stop as what it is (``final shutdown``, not highlighted) instead of an
+    alarming "partition offline" row; the table keeps Kafka's own record of it."""
+    found = final_shutdown(events)
+    if found is None:
+        return
+    row, leader = found
+    said = f"no leader after broker {leader}'s controlled shutdown, the last change before collection: a clean stop, not an outage"
+    row.update(election="final shutdown", severity=None, highlight=None,
+               detail=row["detail"].replace(OFFLINE_WORDS, said) if OFFLINE_WORDS in row["detail"] else f"{row['detail']}; {said}")
 
 
 # ---- wording shared by the terminal and the HTML ---------------------------------------------

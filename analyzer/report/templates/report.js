@@ -89,7 +89,8 @@
       var hl = r[F.highlight], tr = el("tr", null, hl ? "ev sev-" + hl : "ev");
       if (hl) tr.setAttribute("data-severity", hl);
       [F.time, F.source, F.node, F.event, F.leader_epoch, F.isr, F.offset, F.detail].forEach(function (i) {
-        tr.appendChild(el("td", r[i], i === F.node || i === F.offset ? "num" : i === F.event ? "evname" : ""));
+        var td = tr.appendChild(el("td", r[i], i === F.node || i === F.offset ? "num" : i === F.event ? "evname" : i === F.detail ? "detail" : ""));
+        if (i === F.detail && r[i]) td.title = r[i];  /* the whole log line on hover too, wherever the cell wraps */
       });
       var cell = el("td", null, "evidence"), pi = r[F.path];
       if (pi !== null && pi !== undefined) cell.appendChild(el("code", paths[pi] + (r[F.position] === null ? "" : ":" + r[F.position])));
