@@ -28,6 +28,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 THRIFT_SERVER = "org.apache.spark.sql.hive.thriftserver.HiveThriftServer2"
@@ -156,7 +157,7 @@ def stop(proc: subprocess.Popen, timeout: float = STOP_TIMEOUT) -> None:
 
 
 def serve(out: Path, host: str = DEFAULT_HOST, port: int = DEFAULT_PORT, master: str = "local[*]",
-          ready=None) -> int:
+          ready: Callable[[], None] | None = None) -> int:
     """Run the server until Ctrl-C/SIGTERM (0) or until it dies on its own (ServeError). ``ready``
     is called once the port accepts connections."""
     from jobs.store import catalog
