@@ -21,6 +21,10 @@ Derby lets one JVM boot a database at a time, so two ``sql`` runs on one DIR wou
 ``DIR/.catalog.lock``, held until it exits; taken before its JVM even starts, so two runs started
 together cannot both win); any other process, or one finding Derby's own lock held (``spark-sql``
 run by hand), registers DIR's tables in a private catalog in its Spark scratch dir instead.
+
+Over Spark Connect (``--remote sc://…``) none of this runs: the session's catalog is the server's
+and no JVM of ours could boot Derby, so ``ingest``/``analyze`` leave ``DIR/catalog/`` to the first
+local ``sql DIR`` (no marker: it is built then) and ``sql --remote`` uses ``register_views``.
 """
 
 from __future__ import annotations
