@@ -71,6 +71,9 @@ OutDir = out_option("Output DIR: tables/, catalog/, run.json (replaced atomicall
 AnalyzeOutDir = out_option("Output DIR: tables/, catalog/, run.json, findings.json, report.html (replaced atomically).")
 DemoOutDir = out_option("Where the scenario folders (broker dirs + ground_truth.json + ledger.jsonl) and _analysis/ go.")
 Master = Annotated[str, typer.Option("--master", metavar="URL", help="Spark master URL: local[*] (every core), local[2], spark://host:7077 ...")]
+Remote = Annotated[str | None, typer.Option("--remote", metavar="sc://HOST:PORT", help="Run the Spark jobs on this Spark Connect "
+                                            "server instead of --master (DIR and the inputs must be paths the server and its "
+                                            "executors see).")]
 REPORT_FORMATS = ("text", "json", "html")  # analyzer.report.FORMATS (not imported here: pandas is slow to load)
 SQL_FORMATS = ("table", "json", "csv")  # analyzer.sql.FORMATS (not imported here: pyspark)
 ReportFormat = format_option(REPORT_FORMATS, "What to print: text (terminal summary), json (findings.json) or html "
@@ -119,6 +122,7 @@ def ingest(
     out: OutDir,
     master: Master = "local[*]",
     payloads: Annotated[bool, typer.Option("--payloads", help="Keep record keys and values in the records table (may hold personal data).")] = False,
+    remote: Remote = None,
     quiet: Quiet = False,
     verbose: Verbose = False,
 ) -> None:
@@ -128,6 +132,7 @@ def ingest(
     """
     from jobs.ingest import run as run_ingest
 
+    master = spark_target(master, remote)
     _log_to_stderr(quiet, verbose)
     with staged_run(out):
         result = run_ingest.run(inputs, out, master=master, payloads=payloads, progress=not quiet)
@@ -141,6 +146,7 @@ def sql(
     query: Annotated[str | None, typer.Argument(metavar="QUERY", help="A Spark SQL query; without it, an interactive prompt.")] = None,
     format: SqlFormat = "table",
     master: Master = "local[*]",
+    remote: Remote = None,
     quiet: Quiet = False,
     verbose: Verbose = False,
 ) -> None:
@@ -149,15 +155,17 @@ def sql(
     Example: kafka-forensics sql /tmp/case1 "select broker, topic, partition, count(*) from records group by 1,2,3"
     """
     from jobs.store import catalog
+    from jobs.store.spark import RemoteUnreachable
 
     from . import sql as sql_mod
 
     if format not in sql_mod.FORMATS:
         raise fail(f"--format must be one of {', '.join(sql_mod.FORMATS)}")
+    master = spark_target(master, remote)
     _log_to_stderr(quiet, verbose)
     try:
         spark = catalog.open_catalog(out, master)
-    except FileNotFoundError as exc:
+    except (FileNotFoundError, RemoteUnreachable) as exc:
         raise fail(str(exc)) from None
     if query is None:
         sql_mod.repl(spark, format)
@@ -196,6 +204,18 @@ def serve(
     except serve_mod.ServeError as exc:
         raise fail(str(exc)) from None
     raise typer.Exit(code)
+
+def spark_target(master: str, remote: str | None) -> str:
+    """What the jobs run on: ``--remote``'s ``sc://`` URL (a Spark Connect server, which has its own
+    master), else ``--master``. Both at once is bad usage."""
+    if remote is None:
+        return master
+    if not remote.startswith("sc://"):
+        raise fail(f"--remote must be a Spark Connect URL, sc://HOST:PORT, not {remote!r}")
+    if master != "local[*]":
+        raise fail("--remote and --master exclude each other: a Spark Connect server runs on its own master")
+    return remote
+
 
 def _log_to_stderr(quiet: bool = False, verbose: bool = False) -> None:
     """Our INFO lines on stderr (none with --quiet); with --verbose, Spark's own too."""
@@ -250,6 +270,7 @@ def analyze(
     fail_on: FailOn = "error",
     topic: Annotated[list[str] | None, typer.Option("--topic", metavar="GLOB", help="Only the topics matching GLOB (repeatable, e.g. 'orders*'): other partitions' files are not even read.")] = None,
     partition: Annotated[list[int] | None, typer.Option("--partition", metavar="N", help="Only partition N of each topic (repeatable). Internal topics are always read.")] = None,
+    remote: Remote = None,
     quiet: Quiet = False,
     verbose: Verbose = False,
 ) -> None:
@@ -259,6 +280,7 @@ def analyze(
     """
     from .analyze import Focus, run_analyze
 
+    master = spark_target(master, remote)
     _log_to_stderr(quiet, verbose)
     focus = Focus(tuple(topic or ()), tuple(partition or ())) if topic or partition else None
     with staged_run(out):

@@ -36,7 +36,7 @@ def emit(df: DataFrame, fmt: str, out: TextIO | None = None) -> int:
             n += 1
         return n
     rows = df.limit(MAX_TABLE_ROWS + 1).collect()
-    out.write(df.limit(MAX_TABLE_ROWS)._jdf.showString(MAX_TABLE_ROWS, 0, False))
+    out.write(df.limit(MAX_TABLE_ROWS)._show_string(MAX_TABLE_ROWS, 0, False))  # (pyspark's own, local and over Connect)
     if len(rows) > MAX_TABLE_ROWS:
         out.write(f"(first {MAX_TABLE_ROWS} rows; use --format csv or json for all)\n")
     return min(len(rows), MAX_TABLE_ROWS)

@@ -25,10 +25,12 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import pyarrow as pa
-from pyspark.sql import SparkSession
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from jobs.store.io import table_path, write_empty
+from jobs.store.spark import is_remote, parallelism
 from jobs.store.tables import ALL_TABLES, BROKERS, schema_of
 
 from . import discover as disc
@@ -120,11 +122,28 @@ def _parse_write(tables_dir: str, payloads: bool, files_acc, bytes_acc, parse_ac
                 timing: dict = {}
                 counts = write_task(tables_dir, task["task"], attempt, run_task(task["files"], payloads, timing, focus), payloads)
                 yield from counts.to_batches()
-                files_acc.add(len(task["files"]))
-                parse_acc.add(timing.get("parse", 0.0))
-                bytes_acc.add(task["bytes"])
+                if files_acc is not None:  # (none over Spark Connect)
+                    files_acc.add(len(task["files"]))
+                    parse_acc.add(timing.get("parse", 0.0))
+                    bytes_acc.add(task["bytes"])
 
     return run
+
+
+def task_frame(spark: SparkSession, tasks: list[dict]) -> DataFrame:
+    """The tasks of step 3 as a DataFrame with one row, and one Spark partition, per task, in the
+    order of ``tasks`` (largest first).
+
+    Locally an RDD of ``len(tasks)`` slices does it. Over Spark Connect there are no RDDs, and a
+    DataFrame built from local rows is one partition (one task would parse everything): there,
+    ``spark.range`` makes one partition per task number, and the task list is joined to it by
+    broadcast, which keeps the range's partitioning."""
+    rows = [(t["task"], t["bytes"], t["files"]) for t in tasks]
+    if not is_remote(spark):
+        return spark.createDataFrame(spark.sparkContext.parallelize(rows, len(rows)), TASK_SCHEMA)
+    slots = spark.range(0, len(rows), 1, len(rows))
+    listed = spark.createDataFrame(rows, TASK_SCHEMA)
+    return slots.join(F.broadcast(listed), slots["id"] == listed["task"]).drop("id")
 
 
 def _spark_schema(schema: pa.Schema) -> T.StructType:
@@ -150,20 +169,22 @@ def ingest(spark: SparkSession, inputs: list[Path], work_dir: Path, payloads: bo
     found = found or disc.discover_inputs(inputs, work_dir, focus)
     problems = found.problems
     total_bytes = sum(f.size for f in found.files)
-    tasks = plan_tasks(found.files, group_bytes_for(total_bytes, spark.sparkContext.defaultParallelism))
+    tasks = plan_tasks(found.files, group_bytes_for(total_bytes, parallelism(spark)))
     log.info("%d brokers, %d log dirs, %d files, %.1f MB in %d tasks", len(found.brokers),
              sum(len(b.log_dirs) for b in found.brokers), len(found.files), total_bytes / 1e6, len(tasks))
     seconds = {"discover": found.seconds + time.monotonic() - t0}
 
-    sc = spark.sparkContext
-    files_acc, bytes_acc, parse_acc = sc.accumulator(0), sc.accumulator(0), sc.accumulator(0.0)
+    # accumulators feed the progress bar and the summed parse time; Spark Connect has none (no
+    # SparkContext): there, no bar and no ``task_parse`` in run.json
+    remote = is_remote(spark)
+    sc = None if remote else spark.sparkContext
+    files_acc, bytes_acc, parse_acc = (None, None, None) if remote else (sc.accumulator(0), sc.accumulator(0), sc.accumulator(0.0))
     tables_dir = str(table_path(work_dir.absolute(), "brokers").parent)  # executors must see this path
     t1 = time.monotonic()
     counts = []
-    with Progress(len(found.files), total_bytes, lambda: (files_acc.value, bytes_acc.value), enabled=progress):
+    with Progress(len(found.files), total_bytes, lambda: (files_acc.value, bytes_acc.value), enabled=progress and not remote):
         if tasks:
-            rdd = sc.parallelize([(t["task"], t["bytes"], t["files"]) for t in tasks], len(tasks))
-            task_df = spark.createDataFrame(rdd, TASK_SCHEMA)
+            task_df = task_frame(spark, tasks)
             from .task_writer import COUNTS_SCHEMA
 
             counts = task_df.mapInArrow(_parse_write(tables_dir, payloads, files_acc, bytes_acc, parse_acc, focus),
@@ -172,7 +193,8 @@ def ingest(spark: SparkSession, inputs: list[Path], work_dir: Path, payloads: bo
     changes = disc.changes_since(found.files)
     if said := disc.changes_text(changes):
         log.warning("%s", said)
-    seconds["task_parse"] = parse_acc.value  # summed over tasks: reading, hashing, parsing only
+    if parse_acc is not None:
+        seconds["task_parse"] = parse_acc.value  # summed over tasks: reading, hashing, parsing only
     seconds["task_write"] = sum(r["write_seconds"] for r in counts)  # summed over tasks: Parquet writes
 
     t2 = time.monotonic()

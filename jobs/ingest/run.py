@@ -73,7 +73,8 @@ def staged_ingest(inputs: list[Path], out: Path, master: str = "local[*]", paylo
     The session opens the staging dir's catalog, which a ``catalog.Registrar`` thread builds while
     the inputs are parsed and the block's jobs run (see catalog.py). ``spark``: a session to reuse
     (tests, demo); one JVM pins one catalog, so then the catalog is registered after the swap by a
-    fresh process; ``register=False`` leaves it to the first ``sql`` use. ``focus``: only those
+    fresh process; ``register=False`` leaves it to the first ``sql`` use, as a
+    ``sc://`` master (Spark Connect) does. ``focus``: only those
     partitions (run.json says so)."""
     inputs = [Path(p) for p in inputs]
     from jobs.store.spark import input_bytes
@@ -81,12 +82,14 @@ def staged_ingest(inputs: list[Path], out: Path, master: str = "local[*]", paylo
     with staged_output(out, need=lambda: input_bytes(inputs)) as tmp:
         found = discover_inputs(inputs, tmp, focus)
         from jobs.store import catalog
-        from jobs.store.spark import get_session, stop_jvm
+        from jobs.store.spark import get_session, is_remote_url, stop_jvm
 
         from .pipeline import ingest
 
         size = sum(f.size for f in found.files)
-        own = spark is None and register
+        # over Spark Connect (``--remote``) the session's catalog is the server's: DIR's own is built
+        # by the first local ``sql DIR`` (no marker yet), in a JVM of its own
+        own = spark is None and register and not is_remote_url(master)
         session = spark or get_session(master, input_bytes=size, catalog_dir=catalog.catalog_dir(tmp) if own else None)
         registrar = catalog.Registrar(session, tmp, out).start() if own else None
         try:
@@ -106,6 +109,12 @@ def staged_ingest(inputs: list[Path], out: Path, master: str = "local[*]", paylo
                 stop_jvm()
                 raise OSError(code, os.strerror(code)) from None  # its text came from the JVM, now gone
             raise
+        finally:
+            if spark is None and is_remote_url(master):
+                # a Connect session outlives its client on the server (cached tables and all) until
+                # it idles out: release it, which also interrupts what it still runs (Ctrl-C)
+                with contextlib.suppress(Exception):
+                    session.stop()
     result.out = Path(out)
     log.info("%d files, %.1f MB, %d brokers in %.1f s -> %s", result.files, result.bytes / 1e6, len(result.brokers),
              result.seconds.get("total", 0), out)

@@ -21,6 +21,10 @@ Derby lets one JVM boot a database at a time, so two ``sql`` runs on one DIR wou
 ``DIR/.catalog.lock``, held until it exits; taken before its JVM even starts, so two runs started
 together cannot both win); any other process, or one finding Derby's own lock held (``spark-sql``
 run by hand), registers DIR's tables in a private catalog in its Spark scratch dir instead.
+
+Over Spark Connect (``--remote sc://…``) none of this runs: the session's catalog is the server's
+and no JVM of ours could boot Derby, so ``ingest``/``analyze`` leave ``DIR/catalog/`` to the first
+local ``sql DIR`` (no marker: it is built then) and ``sql --remote`` uses ``register_views``.
 """
 
 from __future__ import annotations
@@ -37,7 +41,7 @@ from pathlib import Path
 from pyspark.sql import SparkSession
 
 from jobs.store.outdir import pause_point
-from jobs.store.spark import catalog_confs, get_session, scratch_dir
+from jobs.store.spark import catalog_confs, get_session, is_remote_url, scratch_dir
 
 log = logging.getLogger(__name__)
 
@@ -195,13 +199,18 @@ def _quote(path: Path) -> str:
 
 def open_catalog(out: Path, master: str = "local[*]") -> SparkSession:
     """A session whose catalog names DIR's tables, rebuilding the metastore first if it is stale.
-    Must be the first catalog use of this process's JVM (see the module doc)."""
+    Must be the first catalog use of this process's JVM (see the module doc). On a Spark Connect
+    server (``sc://`` master) the tables are the session's temporary views instead."""
     from jobs.store.outdir import recover
 
     out = Path(out).absolute()
     recover(out)
     if not (out / "tables").is_dir():
         raise FileNotFoundError(f"{out}: no tables/ folder (not an ingest output)")
+    if is_remote_url(master):
+        spark = get_session(master)
+        register_views(spark, out)
+        return spark
     if not claim(out) or in_use(out):
         private = scratch_dir() / "catalog"
         log.info("%s: its catalog is open in another process; using a private copy", out)
@@ -216,6 +225,20 @@ def open_catalog(out: Path, master: str = "local[*]") -> SparkSession:
     if stale:
         register_tables(spark, out)
     return spark
+
+
+def register_views(spark: SparkSession, out: Path) -> list[str]:
+    """Name DIR's tables as temporary views of ``spark``, read from their Parquet folders.
+
+    For a Spark Connect session: its catalog is the server's, not DIR's Derby metastore (which a
+    JVM of this process would have to boot), and views of one session leave nothing behind on a
+    server that others share. DIR must be a path the server and its executors see."""
+    from jobs.store.io import read_table
+
+    names = table_names(out)
+    for name in names:
+        read_table(spark, Path(out).resolve(), name).createOrReplaceTempView(name)
+    return names
 
 
 def register(out: Path) -> None:

@@ -85,6 +85,7 @@ def sized_confs(input_bytes: int | None, cores: int) -> dict[str, str]:
 def get_session(master: str = "local[*]", catalog_dir: Path | None = None, app: str = "kafka-forensics",
                 shuffle_partitions: int = 8, input_bytes: int | None = None) -> SparkSession:
     """A quiet SparkSession on ``master``; with ``catalog_dir``, Hive support + a Derby metastore there.
+    A ``sc://HOST:PORT`` master is a Spark Connect server (``remote_session``; no catalog_dir then).
 
     The executors' Python must be the driver's (same venv, same parsers), so it is pinned.
     A session already running in this process is returned as is (Spark allows one per JVM):
@@ -114,6 +115,8 @@ def get_session(master: str = "local[*]", catalog_dir: Path | None = None, app: 
         # one python worker per core, reused across tasks (numba JIT caches warm once)
         "spark.python.worker.reuse": "true",
     }
+    if is_remote_url(master):
+        return remote_session(master, settings | confs)
     scratch = scratch_dir()
     settings["spark.local.dir"] = str(scratch)
     if catalog_dir is not None:
@@ -143,6 +146,64 @@ def get_session(master: str = "local[*]", catalog_dir: Path | None = None, app: 
         system.setProperty("derby.system.home", str(catalog_dir))
         system.setProperty("derby.stream.error.file", str(catalog_dir / "derby.log"))
     return spark
+
+
+REMOTE_SCHEME = "sc://"
+CONNECT_PORT = 15002  # Spark Connect's default port (SparkConnectClient's DEFAULT_PORT)
+
+
+class RemoteUnreachable(ValueError):
+    """No Spark Connect server answers at the ``--remote`` URL: the CLI says so in one line, exit 2."""
+
+
+def is_remote_url(master: str) -> bool:
+    """Whether ``master`` names a Spark Connect server (``--remote sc://HOST:PORT``) rather than a master."""
+    return master.startswith(REMOTE_SCHEME)
+
+
+def is_remote(spark: SparkSession) -> bool:
+    """Whether ``spark`` is a Spark Connect session: no SparkContext, no py4j JVM in this process,
+    so no RDDs, accumulators or ``_jdf``; jobs ask this before using any of them."""
+    return type(spark).__module__.startswith("pyspark.sql.connect")
+
+
+def remote_endpoint(url: str) -> tuple[str, int]:
+    """(host, port) of ``sc://HOST[:PORT][/;params]``, as pyspark's ChannelBuilder reads it."""
+    netloc = url[len(REMOTE_SCHEME):].split("/", 1)[0].split(";", 1)[0]
+    host, _, port = netloc.rpartition(":") if netloc.rsplit(":", 1)[-1].isdigit() else (netloc, "", "")
+    return host.strip("[]") or "localhost", int(port) if port else CONNECT_PORT
+
+
+def remote_session(url: str, settings: dict[str, str], timeout: float = 10) -> SparkSession:
+    """A Spark Connect session on ``url`` with those of ``settings`` a client may set.
+
+    Why only some: over Connect the server owns the JVM, so its master, memory, JVM options, UI,
+    scratch, Python workers and catalog were fixed by its own ``--conf``s when it started (setting
+    such a static conf is an error); what a session may change (``RuntimeConfig.isModifiable``: the
+    time zone, shuffle partitions, Arrow batch size, codegen, Parquet codec...) is set as locally.
+    The port is tried first: pyspark's client retries an unreachable server for minutes."""
+    import socket
+
+    from pyspark.sql import SparkSession
+
+    host, port = remote_endpoint(url)
+    try:
+        socket.create_connection((host, port), timeout=timeout).close()
+    except OSError as exc:
+        raise RemoteUnreachable(f"{url}: no Spark Connect server answers at {host}:{port} ({exc.strerror or exc})") from None
+    spark = SparkSession.builder.remote(url).getOrCreate()
+    for key, value in settings.items():
+        if key.startswith("spark.sql.") and spark.conf.isModifiable(key):
+            spark.conf.set(key, value)
+    return spark
+
+
+def parallelism(spark: SparkSession) -> int:
+    """Spark's default parallelism: SparkContext's locally; over Connect (no SparkContext) the
+    server's master says it for ``local[N]``, and a cluster's is guessed as ``_cores`` does."""
+    if is_remote(spark):
+        return _cores(spark.conf.get("spark.master", "local[*]") or "local[*]")
+    return spark.sparkContext.defaultParallelism
 
 
 def input_bytes(inputs: list[Path]) -> int:

@@ -1,0 +1,139 @@
+"""``--remote sc://HOST:PORT``: the same jobs through a real Spark Connect server give the same tables.
+
+The server is the one pip's pyspark ships (``sbin/start-connect-server.sh``), started once for the
+module on 127.0.0.1 and a free port, its Python workers on this venv and this checkout (they run
+our parsers inside ``mapInArrow``), and stopped at the end even when a test fails. One local and
+one remote ``analyze`` of the smallest real-cluster incident with findings are compared table by
+table (rows sorted) and findings.json apart from its timestamp; ``sql --remote`` queries the result.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pyspark
+import pytest
+from conftest import REAL, REPO
+
+CLI = [sys.executable, "-m", "analyzer.cli"]
+ENV = {**os.environ, "PYTHONPATH": str(REPO)}
+INCIDENT = REAL / "unclean-election-divergence-rejoined"  # 2 MB, 4 nodes, an unclean election and acked loss
+COMPARED = ("batches", "records", "findings", "replica_logs", "offset_ranges", "epoch_lineage", "files", "problems")
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _listening(port: int) -> bool:
+    try:
+        socket.create_connection(("127.0.0.1", port), timeout=1).close()
+        return True
+    except OSError:
+        return False
+
+
+@pytest.fixture(scope="module")
+def connect_server(tmp_path_factory):
+    """``sc://127.0.0.1:PORT`` of a Spark Connect server started for this module (local[2])."""
+    home = Path(pyspark.__file__).parent
+    work = tmp_path_factory.mktemp("connect")
+    port = _free_port()
+    env = {**ENV, "PYSPARK_PYTHON": sys.executable, "SPARK_LOG_DIR": str(work / "log"), "SPARK_PID_DIR": str(work / "pid"),
+           "SPARK_CONF_DIR": str(REPO / "jobs" / "store" / "spark_conf")}  # (its log4j config: errors only)
+    cmd = [str(home / "sbin" / "start-connect-server.sh"), "--wait", "--master", "local[2]",
+           "--conf", f"spark.connect.grpc.binding.port={port}", "--conf", "spark.connect.grpc.binding.address=127.0.0.1",
+           "--conf", "spark.ui.enabled=false", "--conf", f"spark.local.dir={work}",
+           "--conf", "spark.python.worker.reuse=true"]
+    log = (work / "server.log").open("wb")
+    server = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 300
+        while not _listening(port):
+            if server.poll() is not None or time.monotonic() > deadline:
+                pytest.fail(f"Spark Connect server did not start: {(work / 'server.log').read_text()[-2000:]}")
+            time.sleep(1)
+        yield f"sc://127.0.0.1:{port}"
+    finally:
+        # --wait keeps spark-submit and its JVM in the group started above: stop that group only
+        os.killpg(server.pid, signal.SIGTERM)
+        try:
+            server.wait(60)
+        except subprocess.TimeoutExpired:
+            os.killpg(server.pid, signal.SIGKILL)
+            server.wait(30)
+        log.close()
+
+
+def _analyze(out: Path, *spark_args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([*CLI, "analyze", str(INCIDENT), "--out", str(out), "--ledger", str(INCIDENT / "ledger.jsonl"),
+                           "--format", "json", "--quiet", *spark_args], capture_output=True, text=True, timeout=1200, env=ENV)
+
+
+@pytest.fixture(scope="module")
+def local_dir(tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("local") / "out"
+    run = _analyze(out, "--master", "local[2]")
+    assert run.returncode == 1, run.stderr  # 1: errors found (acked_data_loss, unclean_leader_election)
+    return out
+
+
+@pytest.fixture(scope="module")
+def remote_dir(connect_server, tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("remote") / "out"
+    run = _analyze(out, "--remote", connect_server)
+    assert run.returncode == 1, run.stderr
+    return out
+
+
+def _rows(out: Path, name: str) -> list[str]:
+    """Table ``name`` of DIR as sorted row texts (Hive partition columns included)."""
+    return sorted(repr(sorted(row.items())) for row in pq.read_table(out / "tables" / name).to_pylist())
+
+
+def _findings(out: Path) -> dict:
+    doc = json.loads((out / "findings.json").read_text())
+    doc.pop("generated_at")
+    return doc
+
+
+def test_remote_analyze_writes_the_tables_local_mode_writes(local_dir, remote_dir, connect_server):
+    for name in COMPARED:
+        local, remote = _rows(local_dir, name), _rows(remote_dir, name)
+        assert remote == local, f"{name}: {len(remote)} rows over Connect, {len(local)} locally"
+    assert len(_rows(remote_dir, "records")) > 2000 and len(_rows(remote_dir, "findings")) >= 2
+    assert _findings(remote_dir) == _findings(local_dir)
+    run = json.loads((remote_dir / "run.json").read_text())
+    assert run["master"] == connect_server and run["ingest"]["tasks"] > 1  # parsed as several tasks on the server
+    assert not (remote_dir / "catalog").exists()  # the server's catalog is not DIR's: the first local sql builds it
+
+
+def test_sql_remote_queries_the_tables(remote_dir, connect_server):
+    q = subprocess.run([*CLI, "sql", str(remote_dir), "select topic, count(*) as n from records group by topic", "--format", "json",
+                        "--remote", connect_server, "--quiet"], capture_output=True, text=True, timeout=600, env=ENV)
+    assert q.returncode == 0, q.stderr
+    got = {r.get("topic"): r["n"] for r in map(json.loads, q.stdout.splitlines())}  # (to_json leaves a null topic out)
+    table = pq.read_table(remote_dir / "tables" / "records", columns=["topic"]).column("topic").to_pylist()
+    assert got == {t: table.count(t) for t in set(table)}
+
+
+def test_remote_without_server_is_one_line(tmp_path):
+    """No server at the URL: one line naming it, exit 2, at once (pyspark's client would retry for minutes)."""
+    (tmp_path / "tables").mkdir()
+    port = _free_port()
+    started = time.monotonic()
+    run = subprocess.run([*CLI, "sql", str(tmp_path), "select 1", "--remote", f"sc://127.0.0.1:{port}"], capture_output=True, text=True,
+                         timeout=120, env=ENV)
+    assert run.returncode == 2
+    assert run.stderr.startswith(f"kafka-forensics: sc://127.0.0.1:{port}: no Spark Connect server answers at 127.0.0.1:{port}")
+    assert len(run.stderr.splitlines()) == 1 and time.monotonic() - started < 60
