@@ -205,3 +205,93 @@ def test_a_newer_version_is_kept_raw_without_a_problem():
     newer = w.frame(w.SEGMENT_UPDATE_API_KEY, b"\x00", version=1)
     row, damage = remote_log_metadata.decode_record(None, newer)
     assert damage is None and "newer than known" in row["error"] and row["raw_hex"].startswith("null|01")
+
+
+# ---------------------------------------------------------------- remote-log-index-cache/
+
+INDEX_ORACLE_JAVA = r"""
+import java.io.File;
+import org.apache.kafka.storage.internals.log.AbortedTxn;
+import org.apache.kafka.storage.internals.log.OffsetIndex;
+import org.apache.kafka.storage.internals.log.OffsetPosition;
+import org.apache.kafka.storage.internals.log.TimeIndex;
+import org.apache.kafka.storage.internals.log.TimestampOffset;
+import org.apache.kafka.storage.internals.log.TransactionIndex;
+
+/** Each cached remote index read as RemoteIndexCache.init reads it: base offset from the name. */
+public class RemoteIndexOracle {
+    public static void main(String[] args) throws Exception {
+        for (String p : args) {
+            File f = new File(p);
+            String name = f.getName();
+            long base = Long.parseLong(name.substring(0, name.indexOf('_')));  // offsetFromRemoteIndexFileName
+            if (name.endsWith(".timeindex")) {
+                TimeIndex i = new TimeIndex(f, base, Integer.MAX_VALUE, false);
+                i.sanityCheck();
+                for (int n = 0; n < i.entries(); n++) {
+                    TimestampOffset e = i.entry(n);
+                    System.out.println("time " + e.timestamp + " " + e.offset);
+                }
+            } else if (name.endsWith(".txnindex")) {
+                TransactionIndex i = new TransactionIndex(base, f);
+                i.sanityCheck();
+                for (AbortedTxn t : i.allAbortedTxns())
+                    System.out.println("txn " + t.producerId() + " " + t.firstOffset() + " " + t.lastOffset() + " " + t.lastStableOffset());
+            } else {
+                OffsetIndex i = new OffsetIndex(f, base, Integer.MAX_VALUE, false);
+                i.sanityCheck();
+                for (int n = 0; n < i.entries(); n++) {
+                    OffsetPosition e = i.entry(n);
+                    System.out.println("offset " + e.offset + " " + e.position);
+                }
+            }
+        }
+    }
+}
+"""
+
+
+def test_cached_remote_indexes_are_read_as_kafkas_remote_index_cache_reads_them(tmp_path, dump_log):
+    """``remote-log-index-cache/<start offset>_<segment id>.index`` (and .timeindex, .txnindex):
+    discovered as index kinds with the remote segment's start offset as their base, and their
+    entries equal what Kafka's OffsetIndex / TimeIndex / TransactionIndex read from them."""
+    from dataclasses import asdict
+
+    from jobs.ingest.discover import Root, discover
+    from jobs.ingest.tasks import parse_file
+    from parsers.kafka_messages import uuid_str
+    from sample_data.writer.indexes import offset_index_bytes, time_index_bytes, txn_index_bytes
+    from sample_data.writer.log import write_broker_files
+
+    log_dir = tmp_path / "broker-1"
+    write_broker_files(log_dir, 1, "TieredClusterAAAAAAAAA", directory_id=None, hw={}, recovery_points={}, log_starts={}, clean_shutdown=True)
+    cache = log_dir / "remote-log-index-cache"
+    cache.mkdir()
+    prefix = f"300_{uuid_str(SEG_B)}"
+    (cache / f"{prefix}.index").write_bytes(offset_index_bytes(300, [(310, 4096), (350, 9000), (499, 70000)]))
+    (cache / f"{prefix}.timeindex").write_bytes(time_index_bytes(300, [(T0 + 10, 310), (T0 + 99, 499)]))
+    (cache / f"{prefix}.txnindex").write_bytes(txn_index_bytes([(7, 320, 330, 320)]))
+    files = [f for f in discover([Root(tmp_path, "")]).files if "remote-log-index-cache" in f.path]
+    assert sorted(f.kind for f in files) == ["offset_index", "time_index", "txn_index"]
+
+    libs = dump_log.script.parent.parent / "libs"
+    src = tmp_path / "RemoteIndexOracle.java"
+    src.write_text(INDEX_ORACLE_JAVA, encoding="utf-8")
+    out = subprocess.run(["java", "-Xmx256m", "-cp", f"{libs}/*", str(src), *(f.abs_path for f in files)],
+                         capture_output=True, text=True, timeout=600)  # fmt: skip
+    assert out.returncode == 0, out.stderr[-3000:]
+    kafka = sorted(out.stdout.split("\n")[:-1])
+
+    ours = []
+    for f in files:
+        pieces = dict(parse_file(asdict(f)))
+        assert "problems" not in pieces, pieces.get("problems")
+        if "index_entries" in pieces:
+            ours += [f"offset {r['offset']} {r['position']}" for r in pieces["index_entries"].to_pylist()]
+        if "time_index_entries" in pieces:
+            ours += [f"time {r['timestamp']} {r['offset']}" for r in pieces["time_index_entries"].to_pylist()]
+        if "txn_index_entries" in pieces:
+            ours += [" ".join(map(str, ("txn", r["producer_id"], r["first_offset"], r["last_offset"], r["last_stable_offset"])))
+                     for r in pieces["txn_index_entries"].to_pylist()]  # fmt: skip
+    assert sorted(ours) == kafka and len(kafka) == 6
+    assert "offset 499 70000" in kafka
