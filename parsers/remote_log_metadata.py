@@ -29,6 +29,8 @@ Choices:
 
 from __future__ import annotations
 
+from collections import defaultdict
+
 import pyarrow as pa
 
 from .common import Problem
@@ -39,6 +41,7 @@ from .metadata_records import _type_name, decode_framed
 SEGMENT_STATES = ("COPY_SEGMENT_STARTED", "COPY_SEGMENT_FINISHED", "DELETE_SEGMENT_STARTED", "DELETE_SEGMENT_FINISHED")
 PARTITION_DELETE_STATES = ("DELETE_PARTITION_MARKED", "DELETE_PARTITION_STARTED", "DELETE_PARTITION_FINISHED")
 COPY_SEGMENT_FINISHED = SEGMENT_STATES[1]
+SEGMENT_RECORD = "REMOTE_LOG_SEGMENT_METADATA_RECORD"  # MetadataRecordType name of apiKey 0
 
 _TOPIC_ID_PARTITION = [F("Name", "string"), F("Id", "uuid"), F("Partition", "int32")]
 _SEGMENT_ID = F("RemoteLogSegmentId", "RemoteLogSegmentIdEntry", fields=[
@@ -151,3 +154,23 @@ def decode_record(key: bytes | None, value: bytes | None) -> tuple[dict, str | N
 def decode_records(records: pa.Table) -> tuple[pa.Table, list[Problem]]:
     """Decode a ``__remote_log_metadata`` segment's records into REMOTE_SEGMENTS_SCHEMA rows."""
     return decode_keyed_records(records, decode_record, REMOTE_SEGMENTS_SCHEMA, "__remote_log_metadata")
+
+
+def latest_segments(rows) -> dict[tuple[str, int], list[dict]]:
+    """Per tiered partition, each remote segment's bounds and latest state: its events replayed in
+    ``__remote_log_metadata`` order, as RemoteLogMetadataCache does (every event of a segment is
+    in one metadata partition, so offsets order them; the copies several collected replicas hold
+    collapse). ``rows``: remote_segments rows (dicts or Spark Rows). Partition deletes, damaged rows
+    and updates of a segment whose metadata record is missing (no bounds) are left out."""
+    usable = [r for r in rows if isinstance(r["segment_id"], str) and not isinstance(r["error"], str)]
+    segments: dict[str, dict] = {}
+    for r in sorted(usable, key=lambda r: r["offset"]):
+        seg = segments.setdefault(r["segment_id"], {"topic": r["topic"], "partition": r["partition"], "segment_id": r["segment_id"]})
+        if r["record_type"] == SEGMENT_RECORD:
+            seg["start_offset"], seg["end_offset"] = int(r["start_offset"]), int(r["end_offset"])
+        seg.update(state=r["state_name"], broker=r["broker"], path=r["path"], position=r["batch_position"])
+    out: dict[tuple[str, int], list[dict]] = defaultdict(list)
+    for seg in segments.values():
+        if "start_offset" in seg:
+            out[(seg["topic"], int(seg["partition"]))].append(seg)
+    return dict(out)

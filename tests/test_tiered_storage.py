@@ -19,6 +19,7 @@ import pytest
 
 from analyzer.analyze import build
 from jobs.findings import tiered as tiered_rule
+from parsers import remote_log_metadata
 from sample_data.writer import remote_log_metadata as rlm
 from sample_data.writer.log import PartitionSpec, write_broker_dir
 from sample_data.writer.records import BatchSpec, Record
@@ -110,7 +111,7 @@ def replica(broker: int, first: int | None, leo: int, log_start: int | None, hw:
             "log_start_checkpoint": log_start, "hw_checkpoint": hw}  # fmt: skip
 
 
-def segment(start: int, end: int, state: str = tiered_rule.COPY_SEGMENT_FINISHED) -> dict:
+def segment(start: int, end: int, state: str = remote_log_metadata.COPY_SEGMENT_FINISHED) -> dict:
     return {"start_offset": start, "end_offset": end, "state": state}
 
 
@@ -145,11 +146,35 @@ def test_a_segments_latest_event_is_its_state_and_each_record_counts_once():
                 "start_offset": start, "end_offset": end, "topic": "t", "partition": 0, "path": f"b{broker}", "batch_position": offset,
                 "error": error}  # fmt: skip
 
-    seg, upd = tiered_rule.SEGMENT_RECORD, "REMOTE_LOG_SEGMENT_METADATA_UPDATE_RECORD"
+    seg, upd = remote_log_metadata.SEGMENT_RECORD, "REMOTE_LOG_SEGMENT_METADATA_UPDATE_RECORD"
     rows = [
         row(1, 2, upd, "COPY_SEGMENT_FINISHED"), row(0, 1, seg, "COPY_SEGMENT_STARTED", 0, 9), row(1, 1, upd, "COPY_SEGMENT_FINISHED"),
         row(0, 2, seg, "COPY_SEGMENT_STARTED", 0, 9), row(2, 1, upd, "DELETE_SEGMENT_STARTED", segment_id="s2"),
         row(3, 1, upd, "DELETE_SEGMENT_FINISHED", error="damaged"),
     ]  # fmt: skip
-    [s] = tiered_rule.remote_segments(rows)[("t", 0)]
+    [s] = remote_log_metadata.latest_segments(rows)[("t", 0)]
     assert (s["segment_id"], s["start_offset"], s["end_offset"], s["state"]) == ("s1", 0, 9, "COPY_SEGMENT_FINISHED")
+
+
+def test_the_report_shows_the_remote_span_on_its_own_lane(tiered):
+    """The remote segments get a lane below the replicas: the finished copies, the unfinished
+    one (the gap) and the deleted one, each a bar over its offsets."""
+    import plotly.graph_objects as go
+
+    from analyzer.report.data import load
+    from analyzer.report.figures import REMOTE_LANE, timeline
+    from analyzer.report.html import _groups
+
+    _, out = tiered
+    data = load(out)
+    replicas, remote = _groups(data.table("replica_logs")), _groups(data.table("remote_segments"))
+    bars = {}
+    for topic in ("tiered", "tiered-gap"):
+        fig = timeline(replicas[(topic, 0)], None, [], None, remote[(topic, 0)])
+        go.Figure(fig)  # raises on an invalid property
+        assert fig["layout"]["yaxis"]["categoryarray"][0] == REMOTE_LANE
+        bars[topic] = {t["name"]: sorted((b, b + n - 1) for b, n in zip(t["base"], t["x"], strict=True)) for t in fig["data"] if t.get("y") == [REMOTE_LANE] * len(t["y"])}
+    assert bars["tiered"] == {"remote: copied": [(100, 299), (300, 499)], "remote: deleted": [(0, 99)]}
+    assert bars["tiered-gap"] == {"remote: copied": [(0, 299)], "remote: copy unfinished": [(300, 499)]}
+    assert REMOTE_LANE in (out / "report.html").read_text(encoding="utf-8")
+    assert (("plain", 0) not in remote) and ("plain", 0) in replicas

@@ -24,33 +24,14 @@ from collections import defaultdict
 from pyspark.sql import functions as F
 
 from jobs.replicas.survivors import brokers_text
+from parsers.remote_log_metadata import COPY_SEGMENT_FINISHED, latest_segments
 
 from .loss import interval_union
 from .model import Evidence, Finding
 
 KINDS = {"remote_log_gap": "error"}
 
-COPY_SEGMENT_FINISHED = "COPY_SEGMENT_FINISHED"
-SEGMENT_RECORD = "REMOTE_LOG_SEGMENT_METADATA_RECORD"
 EVIDENCE_CAP = 5
-
-
-def remote_segments(rows: list) -> dict[tuple[str, int], list[dict]]:
-    """Per tiered partition, each remote segment's bounds and latest state: its events replayed
-    in ``__remote_log_metadata`` order, as RemoteLogMetadataCache does (one copy of each record
-    kept when several replicas of the metadata topic were collected). Partition deletes and
-    undecodable rows are left out."""
-    events: dict[str, dict] = {}
-    for r in sorted((r for r in rows if r["segment_id"] is not None and r["error"] is None), key=lambda r: r["offset"]):
-        seg = events.setdefault(r["segment_id"], {"topic": r["topic"], "partition": r["partition"], "segment_id": r["segment_id"]})
-        if r["record_type"] == SEGMENT_RECORD:
-            seg["start_offset"], seg["end_offset"] = r["start_offset"], r["end_offset"]
-        seg.update(state=r["state_name"], broker=r["broker"], path=r["path"], position=r["batch_position"])
-    out: dict[tuple[str, int], list[dict]] = defaultdict(list)
-    for seg in events.values():
-        if "start_offset" in seg:  # an update without its segment's metadata says no bounds
-            out[(seg["topic"], seg["partition"])].append(seg)
-    return dict(out)
 
 
 def remote_gaps(replicas: list, segments: list[dict]) -> list[tuple[int, int]]:
@@ -104,7 +85,7 @@ def find(case) -> list[Finding]:
     rows = case.tables["remote_segments"].where(F.col("segment_id").isNotNull()).collect()
     if not rows:
         return []
-    by_partition = remote_segments(rows)
+    by_partition = latest_segments(rows)
     replicas: dict[tuple[str, int], list] = defaultdict(list)
     for r in case.rl:
         if r["dir_state"] == "live" and (r["topic"], r["partition"]) in by_partition:
