@@ -15,6 +15,8 @@ remote storage holds:
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from analyzer.analyze import build
@@ -76,13 +78,17 @@ def tiered(spark, tmp_path_factory):
     hw[("__remote_log_metadata", 0)] = len(meta)
     write_broker_dir(data / "broker-1", 1, "TieredClusterAAAAAAAAA", directory_id=None, partitions=parts, hw=hw,
                      recovery_points=hw, log_starts=starts, clean_shutdown=True)  # fmt: skip
-    return build([data], root / "out", spark=spark, progress=False, register_catalog=False), root / "out"
+    # every offset of the tiered topics was acknowledged: the remote ones are not acked_data_loss
+    ledger = root / "acked.jsonl"
+    ledger.write_text("".join(json.dumps({"topic": t, "partition": 0, "offset": o}) + "\n" for t in ("tiered", "tiered-gap") for o in range(1000)))
+    return build([data], root / "out", ledger=ledger, spark=spark, progress=False, register_catalog=False), root / "out"
 
 
 def test_only_the_unfinished_remote_range_is_a_gap(tiered):
     """``tiered``'s remote copies close the span from its log start to its local start; the
     deleted segment below its log start is not missed; ``plain`` is not judged; on ``tiered-gap``
-    the segment whose copy never finished leaves 300..499 held by no one."""
+    the segment whose copy never finished leaves 300..499 held by no one. Acknowledged records in
+    the remote span are neither ``acked_data_loss`` nor ``offset_gap``: the gap is said once."""
     doc, _ = tiered
     got = [(f["kind"], f["topic"], f["partition"], f["first_offset"], f["last_offset"], f["records"]) for f in doc["findings"]]
     assert got == [("remote_log_gap", "tiered-gap", 0, 300, LOCAL_START - 1, LOCAL_START - 300)]
