@@ -178,6 +178,13 @@ def decode_value(value: bytes | None) -> Decoded:
     ``data`` is what ``kafka-dump-log --cluster-metadata-decoder`` prints under ``data``. Unknown
     api keys or versions give ``data=None`` and say so in the error; so does damaged input.
     """
+    return decode_framed(value, RECORDS, TYPE_NAMES, MAX_VERSIONS)
+
+
+def decode_framed(value: bytes | None, records: dict[int, Message], names: dict[int, str], max_versions: dict[int, int]) -> Decoded:
+    """AbstractApiMessageSerde.read over ``records`` (apiKey -> spec): the frame every
+    ApiMessage-in-a-record serde shares (KRaft's metadata log, tiered storage's
+    ``__remote_log_metadata``). Never raises."""
     if value is None:
         return "UNKNOWN", -1, -1, None, "null value"
     n = len(value)
@@ -192,12 +199,12 @@ def decode_value(value: bytes | None) -> Decoded:
         return "UNKNOWN", api_key, version, None, f"bad record frame: {e}"
     if api_key > 0x7FFF or version > 0x7FFF:
         return "UNKNOWN", api_key, version, None, f"apiKey {api_key} / version {version} do not fit a short"
-    spec = RECORDS.get(api_key)
+    spec = records.get(api_key)
     if spec is None:
         return f"UNKNOWN_{api_key}", api_key, version, None, f"unknown metadata record type {api_key}"
-    name = TYPE_NAMES[api_key]
-    if version > MAX_VERSIONS[api_key]:
-        return name, api_key, version, None, f"{spec.name} version {version} is newer than known (up to {MAX_VERSIONS[api_key]})"
+    name = names[api_key]
+    if version > max_versions[api_key]:
+        return name, api_key, version, None, f"{spec.name} version {version} is newer than known (up to {max_versions[api_key]})"
     try:
         data, end = decode(spec, value, version, pos)
     except MessageError as e:

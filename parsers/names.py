@@ -71,6 +71,10 @@ INT_MAX = (1 << 31) - 1
 # the 20-digit padding is only how Kafka writes it.
 _SEGMENT_RE = re.compile(r"([0-9]+)\.(log|index|timeindex|txnindex|snapshot)\Z")
 _KRAFT_SNAPSHOT_RE = re.compile(r"([0-9]{20})-([0-9]{10})\.checkpoint\Z")
+# Tiered storage's RemoteIndexCache (``<log dir>/remote-log-index-cache/``) names a remote
+# segment's cached indexes ``<start offset>_<segment id>.index`` (.timeindex, .txnindex):
+# generateFileNamePrefixForIndex, the id as Uuid.toString (22 base64url characters)
+_REMOTE_INDEX_RE = re.compile(r"([0-9]+)_([A-Za-z0-9_-]{22})\.(index|timeindex|txnindex)\Z")
 
 # LocalLog.DELETE_DIR_PATTERN etc.: "^(\S+)-(\S+)\.(\S+)" + suffix, matched against the whole name.
 # Java's \S is "not [ \t\n\x0B\f\r]".
@@ -124,9 +128,9 @@ def kind_before_pending(filename: str) -> str | None:
 def _live_kind(name: str) -> str | None:
     if name in FIXED_NAMES:
         return FIXED_NAMES[name]
-    m = _SEGMENT_RE.match(name)
+    m = _SEGMENT_RE.match(name) or _REMOTE_INDEX_RE.match(name)
     if m is not None:
-        return SEGMENT_SUFFIXES[m.group(2)] if int(m.group(1)) <= LONG_MAX else None
+        return SEGMENT_SUFFIXES[m.group(m.lastindex)] if int(m.group(1)) <= LONG_MAX else None
     if _KRAFT_SNAPSHOT_RE.match(name):
         return "kraft_snapshot"
     return None
@@ -137,13 +141,14 @@ def base_offset_from_name(filename: str) -> int | None:
 
     For ``.log/.index/.timeindex/.txnindex`` that is the segment's base offset; for a producer
     ``.snapshot`` it is the offset the snapshot was taken at (exclusive end of the state it
-    holds); for a KRaft ``NNNN-EEEE.checkpoint`` it is the snapshot's end offset. Pending
+    holds); for a KRaft ``NNNN-EEEE.checkpoint`` it is the snapshot's end offset; for a remote
+    segment's cached index (``300_<segment id>.index``) the remote segment's start offset. Pending
     suffixes are looked through (``00000000000000000031.log.deleted`` → 31). Anything else,
     or a number that does not fit in a Java long, gives None.
     """
     name = filename.replace("\\", "/").rsplit("/", 1)[-1]
     stem, _ = _strip_pending(name)
-    m = _SEGMENT_RE.match(stem) or _KRAFT_SNAPSHOT_RE.match(stem)
+    m = _SEGMENT_RE.match(stem) or _KRAFT_SNAPSHOT_RE.match(stem) or _REMOTE_INDEX_RE.match(stem)
     if m is None:
         return None
     value = int(m.group(1))

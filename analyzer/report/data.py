@@ -25,9 +25,11 @@ from .era import Era, guess_era
 from .timeline import Event, load_timeline
 
 # Tables the report reads, in the order the "missing tables" sentence lists them.
-TABLES = ("brokers", "files", "replica_logs", "offset_ranges", "epoch_lineage", "problems", "meta_properties", "restart_preview")
-# meta_properties only sharpens the era guess; restart_preview is absent from DIRs analyzed before it existed
-OPTIONAL_TABLES = frozenset({"meta_properties", "restart_preview"})
+TABLES = ("brokers", "files", "replica_logs", "offset_ranges", "epoch_lineage", "problems", "meta_properties", "restart_preview",
+          "remote_segments")
+# meta_properties only sharpens the era guess; restart_preview is absent from DIRs analyzed before it existed;
+# remote_segments only where tiered storage's __remote_log_metadata was collected
+OPTIONAL_TABLES = frozenset({"meta_properties", "restart_preview", "remote_segments"})
 
 
 class ReportError(Exception):

@@ -16,6 +16,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from parsers.remote_log_metadata import latest_segments
+
 from .data import as_list, severity_of
 from .summary import evidence_line, finding_headline
 
@@ -46,6 +48,12 @@ MARKER_STYLES = {  # legend name -> every property of its trace but the points (
     for _, name, symbol, size, colour in MARKERS
 }
 MAX_RANGES_PER_LANE = 400
+REMOTE_LANE = "remote storage"
+REMOTE_STYLES = (  # legend name, latest states, bar style
+    ("remote: copied", {"COPY_SEGMENT_FINISHED"}, {"color": "#17becf"}),
+    ("remote: copy unfinished", {"COPY_SEGMENT_STARTED"}, {"color": "#ff7f0e", "pattern": {"shape": "x"}}),
+    ("remote: deleted", {"DELETE_SEGMENT_STARTED", "DELETE_SEGMENT_FINISHED"}, {"color": "#c7c7c7", "pattern": {"shape": "/"}}),
+)
 MAX_HOVER_EVIDENCE = 3
 TRUNCATION_EVENTS = frozenset({"truncation"})  # timeline events drawn on the replica's lane
 TRUNCATION_STYLES = {  # legend name -> (alarming?, marker): routine truncations (a follower catching up) stay quiet
@@ -177,16 +185,22 @@ def _bar(name: str, lanes: list[str], starts: list[int], ends: list[int], hover:
     }
 
 
-def timeline(replicas: Rows, ranges: Rows, findings: list[dict[str, Any]], events: list[dict[str, Any]] | None = None) -> dict[str, Any] | None:
+def timeline(replicas: Rows, ranges: Rows, findings: list[dict[str, Any]], events: list[dict[str, Any]] | None = None,
+             remote: Rows = None) -> dict[str, Any] | None:
     """One lane per replica: ranges coloured by leader epoch, holes greyed, lost/divergent ranges
     outlined, markers for log start, HW checkpoint, recovery point and LEO, and a red tick where
-    the incident timeline (``events``, from report.timeline) says the replica truncated to."""
+    the incident timeline (``events``, from report.timeline) says the replica truncated to. With
+    tiered storage (``remote``: the partition's remote_segments rows) a last lane shows the remote
+    segments by their latest state."""
     replica_rows = [r for r in _rows(replicas) if num(r.get("broker")) is not None]
     by_lane = _range_rows(ranges)
     brokers = sorted({num(r["broker"]) for r in replica_rows} | set(by_lane))
     if not brokers:
         return None
     lanes = [lane_name(b) for b in brokers]
+    remote_traces = _remote_lane(remote)
+    if remote_traces:
+        lanes.append(REMOTE_LANE)
     traces: list[dict[str, Any]] = []
     if by_lane:
         epochs = sorted({r["leader_epoch"] for rows in by_lane.values() for r in rows if r["kind"] == "data"}, key=lambda e: (e is None, e or 0))
@@ -206,6 +220,7 @@ def timeline(replicas: Rows, ranges: Rows, findings: list[dict[str, Any]], event
         if spans:
             traces.append(_bar("log (no offset_ranges table)", [lane_name(b) for b, _, _ in spans], [s for _, s, _ in spans], [e for _, _, e in spans],
                                [f"broker {b}<br>offsets {s}–{e}" for b, s, e in spans], marker={"color": "#9ecae1"}, width=0.5))
+    traces.extend(remote_traces)
     traces.extend(_highlights(findings, brokers))
     for column, name, *_style in MARKERS:
         pts = [(num(r["broker"]), num(r.get(column))) for r in replica_rows if num(r.get(column)) is not None]
@@ -226,6 +241,21 @@ def timeline(replicas: Rows, ranges: Rows, findings: list[dict[str, Any]], event
     }
     return {"data": traces, "layout": layout}
 
+
+
+def _remote_lane(remote: Rows) -> list[dict[str, Any]]:
+    """The remote storage lane: each remote segment of ``__remote_log_metadata`` as a bar, one
+    trace per kind of latest state (copied, copy unfinished, deleted)."""
+    segments = [s for segs in latest_segments(_rows(remote)).values() for s in segs]
+    traces = []
+    for name, states, style in REMOTE_STYLES:
+        picked = sorted((s for s in segments if s["state"] in states), key=lambda s: s["start_offset"])
+        if picked:
+            hover = [f"remote segment {esc(s['segment_id'])}<br>offsets {s['start_offset']}–{s['end_offset']}<br>{esc(s['state'])}"
+                     f"<br>per {esc(s['path'])}" for s in picked]  # fmt: skip
+            traces.append(_bar(name, [REMOTE_LANE] * len(picked), [s["start_offset"] for s in picked],
+                               [s["end_offset"] for s in picked], hover, marker=style, width=0.5))  # fmt: skip
+    return traces
 
 
 def _truncations(events: list[dict[str, Any]] | None, brokers: list[int]) -> list[dict[str, Any]]:

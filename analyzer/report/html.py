@@ -168,14 +168,14 @@ def _timings(run: dict[str, Any] | None) -> dict[str, Any]:
 def build_context(data: ReportData) -> dict[str, Any]:
     """Everything the template shows, as plain values (the template has no logic beyond loops)."""
     groups = findings_by_partition(data.findings)
-    replicas, ranges, lineages = (_groups(data.table(n)) for n in ("replica_logs", "offset_ranges", "epoch_lineage"))
+    replicas, ranges, lineages, remote = (_groups(data.table(n)) for n in ("replica_logs", "offset_ranges", "epoch_lineage", "remote_segments"))
     with_findings = [k for k in groups if k is not None]
     clean = [k for k in all_partitions(data) if k not in groups]
     payload: dict[str, Any] = {}
     paths: dict[str, int] = {}
     for key in with_findings + clean:
         found = groups.get(key, [])
-        fig = figures.timeline(replicas.get(key), ranges.get(key), found, data.timeline.get(key))
+        fig = figures.timeline(replicas.get(key), ranges.get(key), found, data.timeline.get(key), remote.get(key))
         if fig is not None:
             fig = figures.compact(fig)
         payload[partition_name(key)] = {

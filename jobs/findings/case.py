@@ -29,7 +29,7 @@ from jobs.store.io import read_table, write_table
 
 INPUT_TABLES = ["brokers", "files", "batches", "records", "checkpoints", "leader_epochs", "partition_metadata",
                 "clean_shutdown", "problems", "index_files", "index_entries", "producer_states", "metadata_records", "consumer_offsets",
-                "transactions", "log_events"]
+                "transactions", "log_events", "remote_segments"]
 JOB_TABLES = ["replica_logs", "epoch_lineage", "offset_ranges", "metadata_events", "broker_events", "timeline", "findings", "restart_preview"]
 
 

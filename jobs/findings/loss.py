@@ -29,8 +29,6 @@ KINDS = {
     "acked_data_loss": "error",
     # error when the group read past records no replica holds any more (``consumer_read_lost``)
     "consumer_read_lost_data": "warning",
-    # reserved (the contract's vocabulary): no detector yet, see docs/findings.md
-    "remote_log_gap": "error",
 }
 
 
@@ -167,7 +165,8 @@ def consumer_loss_findings(commits: list, rl: list, loss: list[Finding]) -> list
     return out
 
 
-def _interval_union(spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
+def interval_union(spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """Inclusive offset spans merged where they overlap or touch, in order."""
     out: list[tuple[int, int]] = []
     for lo, hi in sorted(spans):
         if out and lo <= out[-1][1] + 1:
@@ -209,7 +208,7 @@ def consumer_read_lost(commits: list, ranges: list[Finding], leo: dict[tuple[str
         hit = [f for f in by_part.get(key, []) if c is not None and c > f.first_offset]
         if not hit:
             continue
-        spans = _interval_union([(f.first_offset, min(f.last_offset, c - 1)) for f in hit])
+        spans = interval_union([(f.first_offset, min(f.last_offset, c - 1)) for f in hit])
         gone = [f for f in hit if f.kind == "acked_data_loss" and not f.salvage_brokers]
         salvage = sorted({b for f in hit for b in f.salvage_brokers})
         what = ("records no replica holds any more" if gone else

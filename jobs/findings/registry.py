@@ -4,9 +4,22 @@ one), a line here if it is a new module, and a row in docs/findings.md."""
 
 from __future__ import annotations
 
-from . import checkpoints, damage, divergence, elections, gaps, identity, loss, producers, shutdown, transactions, truncation
+from . import (
+    checkpoints,
+    damage,
+    divergence,
+    elections,
+    gaps,
+    identity,
+    loss,
+    producers,
+    shutdown,
+    tiered,
+    transactions,
+    truncation,
+)
 
-DETECTORS = (damage, shutdown, checkpoints, gaps, producers, transactions, divergence, loss, truncation, elections, identity)
+DETECTORS = (damage, shutdown, checkpoints, gaps, producers, transactions, divergence, loss, tiered, truncation, elections, identity)
 
 # The finding vocabulary: the contract's kinds plus ours, each with its severity.
 KIND_SEVERITY: dict[str, str] = {kind: sev for d in DETECTORS for kind, sev in d.KINDS.items()}

@@ -23,6 +23,7 @@ from parsers import (
     offset_index,
     partition_metadata,
     producer_snapshot,
+    remote_log_metadata,
     segment,
     time_index,
     transaction_index,
@@ -102,6 +103,9 @@ SCHEMAS: dict[str, pa.Schema] = {
     ]),
     "consumer_offsets": _with_common(consumer_offsets.CONSUMER_OFFSETS_SCHEMA),
     "transactions": _with_common(transaction_state.TRANSACTIONS_SCHEMA),
+    # __remote_log_metadata (tiered storage): one row per remote segment event; topic/partition
+    # are the tiered partition's
+    "remote_segments": _with_common(remote_log_metadata.REMOTE_SEGMENTS_SCHEMA),
     # interesting lines of server.log / controller.log / state-change.log (rotated, gzipped)
     # (the parser's ``broker``, the broker a controller line is about, is ``subject_broker`` here)
     "log_events": _with_common(pa.schema([f.with_name("subject_broker") if f.name == "broker" else f for f in broker_log.LOG_EVENTS_SCHEMA]),
@@ -144,6 +148,7 @@ INTERNAL_TOPIC_TABLE: dict[str, str] = {
     "__cluster_metadata": "metadata_records",
     "__consumer_offsets": "consumer_offsets",
     "__transaction_state": "transactions",
+    "__remote_log_metadata": "remote_segments",
 }
 EXTRA_TABLE = {"records": "records", "index_info": "index_files"}
 

@@ -35,6 +35,9 @@ ABOUT = {
     "clean_shutdown": "one row per `.kafka_cleanshutdown` marker present",
     "restart_preview": "per replica that is not its partition's surviving log: where it truncates when it rejoins as a follower "
                        "(leader-epoch protocol, or the HW for logs without epochs), the records that destroys and who else holds them",
+    "remote_segments": "`__remote_log_metadata` (tiered storage, KIP-405): one row per remote segment event "
+                       "(copy started/finished, delete started/finished, partition delete); topic/partition are the tiered partition's; "
+                       "a segment's state is its latest row",
     "problems": "what every parser, the discovery and the archive reader found wrong, naming the file and byte position",
 }
 
