@@ -1,10 +1,14 @@
-"""Fuzz every parser kind: no bytes may raise, and every result must keep the contract.
+"""Fuzz every parser kind and the internal-topic decoders: no bytes may raise or hang, and every
+result must keep the contract.
 
     python fuzz/fuzz_parsers.py [--kind K] [--inputs N] [--seconds S] [--seed X] [--engine mutate|atheris]
 
 Seeds: the golden files (good and damaged), the found fixtures, and files the writer makes here
 (v2 segments of every codec, transactional and control batches, v0/v1 message sets of every
-legacy codec, indexes, checkpoints, producer snapshots, properties). A mutant is a seed put
+legacy codec, indexes, checkpoints, producer snapshots, properties); segment seeds are cut to a
+few KB of whole batches (a parse costs per byte). The ``__consumer_offsets``,
+``__transaction_state`` and ``__cluster_metadata`` decoders get one record per input (control
+type, key and value, ``encode_record``) through their ``decode_records``. A mutant is a seed put
 through a few structure-aware mutations (bit flips, byte sets, truncations, splices, length-field
 edits, zero fills, number swaps in text) and, half the time, its batch CRCs recomputed so the
 mutant gets past the CRC into record decoding and decompression.
