@@ -581,9 +581,13 @@ def fuzz_kind(
         data = queue.pop() if queue else mutate(rng, rng.choice(seeds), seeds, kind)
         started = time.perf_counter()
         try:
-            if alarm:  # a loop in Python is interrupted; a JIT kernel is caught when it returns
-                signal.setitimer(signal.ITIMER_REAL, HANG_SECONDS)
-            check(kind, data, rng)
+            try:
+                if alarm:  # a loop in Python is interrupted; a JIT kernel is caught when it returns
+                    signal.setitimer(signal.ITIMER_REAL, HANG_SECONDS)
+                check(kind, data, rng)
+            finally:
+                if alarm:
+                    signal.setitimer(signal.ITIMER_REAL, 0)
             if time.perf_counter() - started > HANG_SECONDS:
                 raise Hang(f"took {time.perf_counter() - started:.1f} s")
         except Exception as exc:  # noqa: BLE001 - that is what we are looking for
@@ -591,9 +595,6 @@ def fuzz_kind(
             if sig not in crashes:
                 crashes[sig] = save_crash(kind, data, "".join(traceback.format_exception(exc)))
                 log(f"  CRASH {kind}: {sig}: {str(exc)[:200]} -> {crashes[sig]}")
-        finally:
-            if alarm:
-                signal.setitimer(signal.ITIMER_REAL, 0)
         done += 1
     if alarm:
         signal.signal(signal.SIGALRM, old)

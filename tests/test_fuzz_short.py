@@ -69,3 +69,11 @@ def test_segment_seeds_are_small_whole_batches():
         if len(data) <= fuzz_parsers.SEGMENT_SEED_BYTES:
             kinds = set(segment.parse(data, "s.log").problems.column("kind").to_pylist())
             assert "torn_tail" not in kinds
+
+
+def test_an_input_over_the_time_cap_is_a_crash(seeds, tmp_path, monkeypatch):
+    """A hang is a crash: with the per-input cap at a microsecond every input overruns it."""
+    monkeypatch.setattr(fuzz_parsers, "CRASHES", tmp_path / "crashes")
+    monkeypatch.setattr(fuzz_parsers, "HANG_SECONDS", 1e-6)
+    got = fuzz_parsers.fuzz_kind("segment", 3, None, seed=1, seeds=seeds["segment"], log=lambda _: None)
+    assert got["crashes"] and all("Hang" in p.with_suffix(".txt").read_text() for p in got["crashes"])
