@@ -1,10 +1,14 @@
-"""Fuzz every parser kind: no bytes may raise, and every result must keep the contract.
+"""Fuzz every parser kind and the internal-topic decoders: no bytes may raise or hang, and every
+result must keep the contract.
 
     python fuzz/fuzz_parsers.py [--kind K] [--inputs N] [--seconds S] [--seed X] [--engine mutate|atheris]
 
 Seeds: the golden files (good and damaged), the found fixtures, and files the writer makes here
 (v2 segments of every codec, transactional and control batches, v0/v1 message sets of every
-legacy codec, indexes, checkpoints, producer snapshots, properties). A mutant is a seed put
+legacy codec, indexes, checkpoints, producer snapshots, properties); segment seeds are cut to a
+few KB of whole batches (a parse costs per byte). The ``__consumer_offsets``,
+``__transaction_state`` and ``__cluster_metadata`` decoders get one record per input (control
+type, key and value, ``encode_record``) through their ``decode_records``. A mutant is a seed put
 through a few structure-aware mutations (bit flips, byte sets, truncations, splices, length-field
 edits, zero fills, number swaps in text) and, half the time, its batch CRCs recomputed so the
 mutant gets past the CRC into record decoding and decompression.
@@ -20,14 +24,17 @@ under fuzz/crashes/ and makes the run exit 1.
 from __future__ import annotations
 
 import argparse
+import functools
 import hashlib
 import os
 import random
 import re
+import signal
 import struct
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import traceback
 import zlib
@@ -49,7 +56,25 @@ SHARED = Path(os.environ.get("KF_SHARED", REPO.parent / "shared"))
 CRASHES = HERE / "crashes"
 DEFAULT_INPUTS = 1_000_000
 MAX_SEED_BYTES = 16 << 10
+SEGMENT_SEED_BYTES = 4 << 10  # small segment seeds: a parse costs per byte, and a few batches reach every path
 MAX_SEEDS = 48
+MAX_RECORD_SEEDS = 64
+# The internal-topic decoders are fuzzed on one record at a time (key and value), not on whole
+# segments: the segment parser has its own kinds, and a segment parse per input would cost 10x more.
+DECODER_TOPICS = {
+    "consumer_offsets": "__consumer_offsets",
+    "transaction_state": "__transaction_state",
+    "metadata_records": "__cluster_metadata",
+}
+# TransactionLogKey/Value records (v0; v1 flexible; v1 with tagged fields) made by
+# tests/test_internal_topics.py's encoders: no fixture holds __transaction_state.
+TXN_RECORDS = [
+    ("0000000a74782d6f6e676f696e67", "000000000000000003e900030000ea60010000000200066f72646572730000000200000000000000020005"
+     "61756469740000000100000005000001941f297c01000001941f297c00"),
+    ("0000000574782d7631", "000100000000000007d0000400007530010205666c657803000000070000000800000001941f297c09000001941f297c0900"),
+    ("0000000c74782d76312d746167676564", "000100000000000007d10005000075300401000001941f297c0a000001941f297c0903000800000000000007cf01"
+     "0800000000000007d202020002"),
+]
 
 # every kind a parser may report: the contract's vocabulary plus the project's additions
 try:
@@ -76,7 +101,10 @@ FILE_NAMES = {
     "meta_properties": "meta.properties",
     "clean_shutdown": ".kafka_cleanshutdown",
     "broker_log": "server.log.gz",
+    "quorum_state": "quorum-state",
 }
+FILE_KINDS = list(files.DUMP_KINDS)  # every file kind, quorum-state (read by dump only) too
+KINDS = FILE_KINDS + list(DECODER_TOPICS)
 TEXT_KINDS = {
     "replication_offset",
     "recovery_point",
@@ -87,12 +115,23 @@ TEXT_KINDS = {
     "meta_properties",
     "clean_shutdown",
 }
-SEED_FAMILY = {k: ("segment" if k in files.SEGMENT_KINDS else k) for k in files.KINDS}
+SEED_FAMILY = {k: ("segment" if k in files.SEGMENT_KINDS else k) for k in FILE_KINDS}
 SEED_FAMILY.update({k: "offset_checkpoint" for k in ("replication_offset", "recovery_point", "log_start", "cleaner")})
 
 
 class ContractBreak(AssertionError):
     """A result that parsed without raising but breaks the parser's contract."""
+
+
+class Hang(Exception):
+    """An input that took longer than HANG_SECONDS: a parser must be linear in its input."""
+
+
+HANG_SECONDS = 10.0  # one input is at most a few KB: even on a loaded machine it takes milliseconds
+
+
+def _on_alarm(signum, frame):
+    raise Hang(f"no answer after {HANG_SECONDS:.0f} s")
 
 
 # ------------------------------------------------------------------ seeds
@@ -178,8 +217,61 @@ def _producer_entry(entry, i: int):
     return entry(**{n: (i + 1) * 3 for n in names})
 
 
+def _whole_batches(data: bytes, limit: int) -> bytes:
+    """The longest prefix of a segment made of whole batches that fits in ``limit`` bytes (at least
+    the first ``limit`` bytes when its first batch is bigger): a small seed that still parses clean."""
+    pos = 0
+    while pos + 12 <= len(data):
+        end = pos + 12 + struct.unpack_from(">i", data, pos + 8)[0]
+        if end <= pos + 12 or end > min(len(data), limit):
+            break
+        pos = end
+    return data[:pos] if pos else data[:limit]
+
+
+def encode_record(control_type: str | None, key: bytes | None, value: bytes | None) -> bytes:
+    """One record as a decoder-kind input: [int16 len, control type][int32 len, key][int32 len,
+    value], length -1 for null, so the mutators reach the key, the value and the control type."""
+
+    def field(b: bytes | None, fmt: str) -> bytes:
+        return struct.pack(fmt, -1) if b is None else struct.pack(fmt, len(b)) + b
+
+    return field(control_type.encode() if control_type is not None else None, ">h") + field(key, ">i") + field(value, ">i")
+
+
+def decode_record_input(data: bytes) -> tuple[str | None, bytes | None, bytes | None]:
+    """The inverse of ``encode_record`` for any bytes: short or lying lengths read what is there."""
+    out, pos = [], 0
+    for size in (2, 4, 4):
+        if pos + size > len(data):
+            out.append(None)
+            continue
+        n = int.from_bytes(data[pos : pos + size], "big", signed=True)
+        pos += size
+        out.append(None if n < 0 else data[pos : pos + n])
+        pos += max(n, 0)
+    ctl, key, value = out
+    return (ctl.decode("utf-8", "replace") if ctl is not None else None), key, value
+
+
+def record_seeds(topic: str) -> list[bytes]:
+    """Records of the fixtures' ``topic`` partitions (every file of the topic), as decoder inputs."""
+    out: list[bytes] = []
+    for root in (SHARED / "fixtures" / "golden", SHARED / "fixtures" / "found", SHARED / "fixtures" / "real-cluster"):
+        for p in sorted(root.rglob(f"{topic}-*/*.log")):
+            recs = segment.parse(p.read_bytes()[: 1 << 20], p.name, records=True, payloads=True).extra["records"]
+            for ctl, key, value in zip(*(recs.column(c).to_pylist() for c in ("control_type", "key", "value"))):
+                out.append(encode_record(ctl, key, value))
+    if topic == "__transaction_state":
+        out += [encode_record(None, bytes.fromhex(k), bytes.fromhex(v)) for k, v in TXN_RECORDS]
+        out.append(encode_record(None, bytes.fromhex(TXN_RECORDS[0][0]), None))  # a tombstone
+    out = list(dict.fromkeys(out))
+    return random.Random(topic).sample(out, MAX_RECORD_SEEDS) if len(out) > MAX_RECORD_SEEDS else out
+
+
 def load_seeds() -> dict[str, list[bytes]]:
-    """Seed inputs per parser kind (segment kinds share the segment seeds)."""
+    """Seed inputs per parser kind (segment kinds share the segment seeds; segment seeds are cut to
+    whole batches within SEGMENT_SEED_BYTES, so an input costs little and still parses deep)."""
     fam: dict[str, list[bytes]] = {}
     roots = [SHARED / "fixtures" / "golden", SHARED / "fixtures" / "found", SHARED / "fixtures" / "real-cluster"]
     for root in roots:
@@ -192,16 +284,18 @@ def load_seeds() -> dict[str, list[bytes]]:
             if f is None:
                 continue
             data = p.read_bytes()[:MAX_SEED_BYTES]
-            fam.setdefault(f, []).append(data)
+            fam.setdefault(f, []).append(_whole_batches(data, SEGMENT_SEED_BYTES) if f == "segment" else data)
     for f, seeds in writer_seeds().items():
         fam.setdefault(f, []).extend(seeds)
     out = {}
-    for kind in files.KINDS:
+    for kind in FILE_KINDS:
         seeds = list(dict.fromkeys(fam.get(SEED_FAMILY[kind], [])))  # dedupe, keep order
         if len(seeds) > MAX_SEEDS:  # keep the writer's (last) and a spread of the rest
             rng = random.Random(kind)
             seeds = rng.sample(seeds[:-16], MAX_SEEDS - 16) + seeds[-16:]
         out[kind] = seeds or [b""]
+    for kind, topic in DECODER_TOPICS.items():
+        out[kind] = record_seeds(topic) or [b""]
     return out
 
 
@@ -382,8 +476,43 @@ def _check_common(kind: str, got, n: int) -> None:
             raise ContractBreak(f"extra[{name!r}] is not a table")
 
 
+@functools.cache
+def _decoder(kind: str) -> tuple[Callable, pa.Schema]:
+    """A topic's ``decode_records`` and the schema it declares."""
+    import importlib
+
+    mod = importlib.import_module(f"parsers.{kind}")
+    schema = {
+        "consumer_offsets": "CONSUMER_OFFSETS_SCHEMA",
+        "transaction_state": "TRANSACTIONS_SCHEMA",
+        "metadata_records": "METADATA_RECORDS_SCHEMA",
+    }[kind]
+    return mod.decode_records, getattr(mod, schema)
+
+
+def check_record(kind: str, data: bytes) -> None:
+    """Decode one record as the ``kind`` topic's decoder does (through ``decode_records``, so the
+    row must also fit the declared schema); raise on an exception or a contract break."""
+    decode_records, schema = _decoder(kind)
+    ctl, key, value = decode_record_input(data)
+    row = {"batch_position": 0, "offset": 7, "timestamp": 0, "control_type": ctl, "key": key, "value": value, "position": 0}
+    row["key_size"] = -1 if key is None else len(key)
+    row["value_size"] = -1 if value is None else len(value)
+    table, problems = decode_records(pa.Table.from_pylist([row], schema=segment.record_schema(True)))
+    if table.schema != schema:
+        raise ContractBreak(f"decoded schema differs from the declared one:\n{table.schema}")
+    bad = {p.kind for p in problems} - VOCABULARY
+    if VOCABULARY and bad:
+        raise ContractBreak(f"problem kinds outside the vocabulary: {sorted(bad)}")
+    if any(p.position != 0 or not p.detail for p in problems):
+        raise ContractBreak(f"a problem away from the record or without detail: {problems}")
+
+
 def check(kind: str, data: bytes, rng: random.Random | None = None) -> None:
     """Parse ``data`` as ``kind``; raise on an uncaught exception or a contract break."""
+    if kind in DECODER_TOPICS:
+        check_record(kind, data)
+        return
     path = FILE_NAMES[kind]
     if kind in files.SEGMENT_KINDS:
         payloads = bool(rng and rng.random() < 0.25)
@@ -396,7 +525,7 @@ def check(kind: str, data: bytes, rng: random.Random | None = None) -> None:
         bsize = got.table.column("size").to_numpy()
         if bpos.size and ((np.diff(bpos) <= 0).any() or (bpos + bsize > len(data)).any() or (bsize < 12).any()):
             raise ContractBreak("batches overlap, go backwards or run past the end of the file")
-        if rng is not None and rng.random() < 0.1 and len(data) > 64:  # chunked == whole
+        if rng is not None and rng.random() < 0.03 and len(data) > 64:  # chunked == whole (three parses: rarely)
             chunk = rng.randint(1, len(data))
             parts = list(segment.iter_parse(data, path, records=False, chunk_bytes=chunk))
             whole = segment.parse(data, path)
@@ -443,18 +572,32 @@ def fuzz_kind(
     done = 0
     # the seeds themselves first, then mutants
     queue = list(seeds)
+    alarm = threading.current_thread() is threading.main_thread()  # signals reach the main thread only
+    if alarm:
+        old = signal.signal(signal.SIGALRM, _on_alarm)
     while done < inputs:
         if deadline is not None and (done & 15) == 0 and time.perf_counter() >= deadline:
             break
         data = queue.pop() if queue else mutate(rng, rng.choice(seeds), seeds, kind)
+        started = time.perf_counter()
         try:
-            check(kind, data, rng)
+            try:
+                if alarm:  # a loop in Python is interrupted; a JIT kernel is caught when it returns
+                    signal.setitimer(signal.ITIMER_REAL, HANG_SECONDS)
+                check(kind, data, rng)
+            finally:
+                if alarm:
+                    signal.setitimer(signal.ITIMER_REAL, 0)
+            if time.perf_counter() - started > HANG_SECONDS:
+                raise Hang(f"took {time.perf_counter() - started:.1f} s")
         except Exception as exc:  # noqa: BLE001 - that is what we are looking for
             sig = _signature(exc)
             if sig not in crashes:
                 crashes[sig] = save_crash(kind, data, "".join(traceback.format_exception(exc)))
                 log(f"  CRASH {kind}: {sig}: {str(exc)[:200]} -> {crashes[sig]}")
         done += 1
+    if alarm:
+        signal.signal(signal.SIGALRM, old)
     dt = time.perf_counter() - t0
     return {"kind": kind, "inputs": done, "seconds": dt, "rate": done / dt if dt else 0.0, "crashes": list(crashes.values())}
 
@@ -529,7 +672,7 @@ def run_atheris(kind: str, inputs: int, seconds: float | None, seed: int) -> dic
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--kind", action="append", choices=sorted(files.KINDS), help="fuzz only this kind (repeatable)")
+    ap.add_argument("--kind", action="append", choices=sorted(KINDS), help="fuzz only this kind (repeatable)")
     ap.add_argument("--inputs", type=int, default=DEFAULT_INPUTS, help="inputs per parser (default %(default)s)")
     ap.add_argument("--seconds", type=float, default=None, help="time limit per parser")
     ap.add_argument("--seed", type=int, default=0)
@@ -539,17 +682,17 @@ def main(argv: list[str] | None = None) -> int:
     if args.child:
         _atheris_child(args.child, args.inputs, args.seconds, args.seed)
         return 0
-    kinds = args.kind or list(files.KINDS)
+    kinds = args.kind or KINDS
     seeds = load_seeds() if args.engine == "mutate" else {}
     total_crashes = 0
-    print(f"{'parser':22} {'inputs':>10} {'inputs/s':>10} {'crashes':>8}", flush=True)
+    print(f"{'parser':22} {'inputs':>10} {'seconds':>8} {'inputs/s':>10} {'crashes':>8}", flush=True)
     for kind in kinds:
         if args.engine == "atheris":
             r = run_atheris(kind, args.inputs, args.seconds, args.seed)
         else:
             r = fuzz_kind(kind, args.inputs, args.seconds, args.seed, seeds[kind])
         total_crashes += len(r["crashes"])
-        print(f"{kind:22} {r['inputs']:>10} {r['rate']:>10.0f} {len(r['crashes']):>8}", flush=True)
+        print(f"{kind:22} {r['inputs']:>10} {r['seconds']:>8.0f} {r['rate']:>10.0f} {len(r['crashes']):>8}", flush=True)
         for c in r["crashes"]:
             print(f"  crash input: {c}", flush=True)
     return 1 if total_crashes else 0

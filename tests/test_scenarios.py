@@ -121,7 +121,8 @@ STORIES = {  # the kinds each story must produce on its incident partition (part
     "kip-101-safe": set(),
     "benign-mix": {"unclean_shutdown"},
     "hw-two-fetch": {"acked_data_loss", "truncation_below_hw"},
-    "kafka-1211-divergence": {"replica_divergence", "acked_data_loss", "truncation_below_hw", "leader_epoch_conflict"},
+    # pre-0.11 logs: no leader-epoch caches to disagree
+    "kafka-1211-divergence": {"replica_divergence", "acked_data_loss", "truncation_below_hw"},
     "unclean-election": {"acked_data_loss", "truncation_below_hw", "unclean_leader_election"},
     "acks-all-min-isr-1": {"replica_divergence", "acked_data_loss", "unclean_leader_election", "unclean_shutdown"},
     "crash-lost-unflushed": {"replica_divergence", "acked_data_loss", "truncation_below_hw", "committed_data_lost_in_crash",
@@ -172,9 +173,10 @@ def _latest_epoch_start(path: Path, broker: int, topic: str, partition: int) -> 
 @pytest.mark.parametrize("name", NAMES)
 def test_surviving_candidates_are_what_the_checkpoint_files_cannot_tell_apart(generated, name):
     """A loss's ``surviving_candidates``: the surviving broker plus every replica whose
-    leader-epoch-checkpoint on disk ends with the same epoch starting no later. Just the survivor:
-    the files show it (kafka-1211-divergence: broker 1 starts epoch 1 at 160, the leader at 150);
-    several: only the metadata log could say (unclean-election: three identical replicas)."""
+    leader-epoch-checkpoint on disk ends with the same epoch starting no later (or, with no
+    checkpoint at all, pre-0.11: every replica without one). Just the survivor: the files show it;
+    several: only the metadata log could say (unclean-election: three identical replicas;
+    hw-two-fetch, kafka-1211-divergence: two replicas without leader epochs)."""
     path = generated[name]
     truth = _truth(path)
     replicas = defaultdict(list)
@@ -184,13 +186,32 @@ def test_surviving_candidates_are_what_the_checkpoint_files_cannot_tell_apart(ge
             replicas[(topic, int(part))].append(int(b.split("-")[1]))
     for f in (f for f in truth["expected_findings"] if f["kind"] == "acked_data_loss"):
         tp = (f["topic"], f["partition"])
-        epoch, start = _latest_epoch_start(path, f["surviving_broker"], *tp)
-        same = [b for b in replicas[tp] if (e := _latest_epoch_start(path, b, *tp)) is not None and e[0] == epoch and e[1] <= start]
+        mine = _latest_epoch_start(path, f["surviving_broker"], *tp)
+        same = [b for b in replicas[tp] if (e := _latest_epoch_start(path, b, *tp)) == mine
+                or (None not in (e, mine) and e[0] == mine[0] and e[1] <= mine[1])]
         assert f["surviving_candidates"] == sorted(same) and f["surviving_broker"] in same
-    if name == "kafka-1211-divergence":
-        assert [f["surviving_candidates"] for f in truth["expected_findings"] if f["kind"] == "acked_data_loss"] == [[2]]
+    if name in ("hw-two-fetch", "kafka-1211-divergence"):
+        assert [f["surviving_candidates"] for f in truth["expected_findings"] if f["kind"] == "acked_data_loss"] == [[1, 2]]
     if name == "unclean-election":
         assert [f["surviving_candidates"] for f in truth["expected_findings"] if f["kind"] == "acked_data_loss"] == [[1, 2, 3]]
+
+
+@pytest.mark.parametrize("name", ["hw-two-fetch", "kafka-1211-divergence", "kip-101-safe"])
+def test_pre_0_11_scenarios_write_message_sets_without_leader_epochs(generated, name):
+    """The scenarios that truncate by high watermark are pre-0.11 Kafka: v1 message sets (no leader
+    epoch in any batch) and no leader-epoch-checkpoint, so they test the HW-rule path; kip-101-safe,
+    the same story with KIP-101, writes v2 batches and checkpoints."""
+    path = generated[name]
+    legacy = name != "kip-101-safe"
+    batches = [row for f in _broker_files(path) if detect(str(f)) == "segment"
+               for parsed in parse_path(str(f), "segment") for row in parsed.table.to_pylist()]
+    assert batches and {b["magic"] for b in batches} == ({1} if legacy else {2})
+    assert all((b["partition_leader_epoch"] is None) == legacy for b in batches)
+    parts = [d for d in path.glob("broker-*/*-*") if d.is_dir()]
+    assert parts and all((d / "leader-epoch-checkpoint").exists() != legacy for d in parts)
+    truth = _truth(path)
+    assert all(v["leader_epoch_checkpoint"] is None for b in truth["replicas"].values() for v in b["partitions"].values()) == legacy
+    assert ("leader_epoch_conflict" in {f["kind"] for f in truth["expected_findings"]}) is False
 
 
 @pytest.mark.parametrize("name", NAMES)
@@ -204,6 +225,7 @@ def test_kafka_dump_log_reads_the_batches_the_model_meant(generated, name, dump_
     logs = sorted((path / f"broker-{broker}" / f"{topic}-0").glob("*.log"))
     logs = [f for f in logs if str(f.relative_to(path)) not in damaged and f.stat().st_size]
     model = {b.base_offset: b for b in cluster.replica(broker, topic, 0).batches}
+    by_offset = {o: b for b in model.values() for o in range(b.base_offset, b.last_offset + 1)}
     for seg in {logs[0], logs[-1]}:
         rc, out = dump_log(seg)
         assert rc == 0
@@ -211,6 +233,11 @@ def test_kafka_dump_log_reads_the_batches_the_model_meant(generated, name, dump_
         assert kafka["trailing"] == 0 and kafka["batches"]
         for b in kafka["batches"]:
             assert b["isvalid"] == "true"
+            if "baseOffset" not in b:  # a pre-0.11 message (magic 1): its offset, no leader epoch
+                meant = by_offset[int(b["offset"])]
+                assert b["magic"] == "1" and "partitionLeaderEpoch" not in b
+                assert b["compresscodec"] == "none" or int(b["offset"]) == meant.last_offset
+                continue
             meant = model[int(b["baseOffset"])]
             assert (int(b["lastOffset"]), int(b["partitionLeaderEpoch"])) == (meant.last_offset, meant.epoch)
 
@@ -257,15 +284,15 @@ def test_demo_cli_refuses_an_unknown_scenario(tmp_path):
 
 
 def test_demo_shows_a_range_without_a_record_count_as_offsets_only(tmp_path):
-    """kafka-1211-divergence's leader_epoch_conflict has offsets but no record count: the line
-    shows the offsets, not '(None records)'."""
+    """txn-marker-lost's transaction_marker_lost has offsets but no record count: the line shows
+    the offsets, not '(None records)'."""
     import io
 
     from analyzer import demo
 
     out = io.StringIO()
-    assert demo.run(tmp_path, ["kafka-1211-divergence"], stream=out, analyze=False) == 0  # the parser view only: no Spark here
-    truth = _truth(tmp_path / "kafka-1211-divergence")
+    assert demo.run(tmp_path, ["txn-marker-lost"], stream=out, analyze=False) == 0  # the parser view only: no Spark here
+    truth = _truth(tmp_path / "txn-marker-lost")
     [f] = [f for f in truth["expected_findings"] if f["records"] is None and f["last_offset"] is not None]
     [line] = [line for line in out.getvalue().splitlines() if f" {f['kind']} " in line]
     assert line.endswith(f"offsets {f['first_offset']}..{f['last_offset']}")

@@ -19,6 +19,7 @@ from small_parsers import PARSERS
 
 from parsers import (
     leader_epoch_checkpoint,
+    offset_checkpoint,
     offset_index,
     time_index,
 )
@@ -271,6 +272,23 @@ def test_corrupt_checkpoints_keep_the_entries_that_parsed():
     got = _parse(GOLDEN / "corrupt/checkpoint-bad-version/replication-offset-checkpoint")
     assert got.table.num_rows == 2
     assert "Unrecognised version:1, expected version: 0" in got.problems["detail"][0].as_py()
+
+
+@pytest.mark.parametrize(
+    ("lines", "dupes"),
+    [
+        (["orders 0 5", "orders 0 6", "logs 0 1"], [4]),
+        (["orders 0 5", "orders 1 6", "logs 0 1"], []),  # same topic, other partition
+        (["a 1 5", "b 1 6", "a -1 7", "b 2147483647 8", "a -2147483648 9"], []),  # partitions at int32's ends
+        (["a 2147483647 5", "b -2147483648 6", "a 2147483647 7", "x 0 1", "a 2147483647 2"], [5, 7]),
+    ],
+)
+def test_duplicate_checkpoint_entries_are_found_exactly(lines, dupes):
+    """The duplicate check without a group-by still tells (topic, partition) pairs apart."""
+    data = ("0\n" + str(len(lines)) + "\n" + "\n".join(lines) + "\n").encode()
+    got = offset_checkpoint.parse(data, "replication-offset-checkpoint")
+    found = [p["position"] for p in got.problems.to_pylist() if p["detail"].startswith("duplicate entry")]
+    assert found == dupes
 
 
 def test_corrupt_snapshot_reports_kafka_crcs_and_keeps_entries():

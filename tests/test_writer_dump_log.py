@@ -392,3 +392,32 @@ def test_kafka_reads_legacy_message_sets(tmp_path, dump_tool, magic):
     assert [ln.split("payload: ")[1] for ln in deep[:3]] == [r.value.decode() for r in records]
     if magic == 1:
         assert f"LogAppendTime: {T0 + 9999}" in shallow[-1]
+
+
+def test_a_pre_0_11_partition_is_message_sets_without_leader_epochs(tmp_path, dump_tool):
+    """A magic 1 partition as 0.10 wrote it: Kafka reads v1 messages (no leader epoch field), no
+    leader-epoch-checkpoint, and each offset-index entry names the message at its position."""
+    specs, offset = [], 0
+    for i, codec in enumerate(("none", "none", "gzip", "none", "lz4", "none")):
+        recs = tuple(Record(b"k%d" % j, b"old value %d" % j, T0 + 10 * i + (j * 7) % 3) for j in range(3))
+        specs.append(BatchSpec(offset, recs, partition_leader_epoch=-1, codec=codec, magic=1))
+        offset += 3
+    layout = write_partition(tmp_path / "old-0", specs, CONFIG, epoch_cache=False)
+    assert not (tmp_path / "old-0" / "leader-epoch-checkpoint").exists() and layout.leader_epochs == []
+    seg = layout.segments[0]
+    rc, sections, err = dump_tool(["--deep-iteration"], [seg.log_path, seg.index_path])
+    assert rc == 0, err
+    shallow = [ln for ln in sections[str(seg.log_path)] if ln.startswith("offset: ")]
+    assert shallow and all("magic: 1" in ln and "isvalid: true" in ln for ln in shallow)
+    assert [int(ln.split()[1]) for ln in shallow] == [0, 1, 2, 3, 4, 5, 8, 9, 10, 11, 14, 15, 16, 17]  # wrappers: last offset
+    deep = [ln for ln in sections[str(seg.log_path)] if ln.startswith("| offset: ")]
+    assert [int(ln.split()[2]) for ln in deep] == list(range(offset))
+    at = {int(ln.split("position: ")[1].split()[0]): int(ln.split()[1]) for ln in shallow}
+    entries = [ln for ln in sections[str(seg.index_path)] if ln.startswith("offset: ")]
+    assert [tuple(int(x) for x in ln.split()[1::2]) for ln in entries] == seg.index_entries and len(entries) >= 2
+    for o, pos in seg.index_entries:  # a message starts there, holding the entry's offset (first of its append)
+        assert pos in at and at[pos] >= o
+    with pytest.raises(ValueError, match="cannot hold a partition leader epoch"):
+        BatchSpec(0, specs[0].records, magic=1)
+    with pytest.raises(ValueError, match="producer id"):
+        BatchSpec(0, specs[0].records, partition_leader_epoch=-1, producer_id=5, producer_epoch=0, magic=0)

@@ -62,7 +62,9 @@ def survivors(rl: list, lineage: list, current: dict[tuple[str, int], tuple[int,
             pick, why = here[lead[0]], f"broker {lead[0]} led the latest epoch {top}: {LEADER_EVIDENCE[lead[1]]}"
         else:
             pick = None
-            why = (f"brokers {brokers_text(r['broker'] for r in carriers)} all carry the latest leader epoch {top} and "
+            carry = (f"all carry the latest leader epoch {top}" if top >= 0 else
+                     "carry no leader epochs (message format before v2, pre-0.11 Kafka)")
+            why = (f"brokers {brokers_text(r['broker'] for r in carriers)} {carry} and "
                    + (f"broker {lead[0]}, which led it ({LEADER_EVIDENCE[lead[1]]}), was not collected" if lead is not None
                       else "nothing collected tells which one leads it (the KRaft metadata log or the brokers' logs would)"))
         out[key] = {"broker": None if pick is None else pick["broker"], "candidates": carriers if pick is None else [pick],

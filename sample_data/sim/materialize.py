@@ -16,15 +16,24 @@ from pathlib import Path
 from sample_data.writer.compression import compress
 from sample_data.writer.indexes import OFFSET_ENTRY_SIZE, TIME_ENTRY_SIZE, offset_index_bytes, time_index_bytes
 from sample_data.writer.log import LogConfig, PartitionLayout, PartitionSpec, segment_file_name, write_broker_dir
-from sample_data.writer.records import BatchSpec, Record, encode_records
+from sample_data.writer.records import MAGIC_V1, MAGIC_V2, NO_PARTITION_LEADER_EPOCH, BatchSpec, Record, encode_records
 
 from .cluster import Cluster, Size
 from .model import Replica, SimBatch, epochs_from_start
 
 
-def batch_spec(b: SimBatch, codec: str, cache: dict | None = None) -> BatchSpec:
+def writes_leader_epochs(cluster: Cluster) -> bool:
+    """Whether the simulated brokers stamp leader epochs (message format v2, a leader-epoch-checkpoint
+    per partition). A cluster that truncates by high watermark is pre-0.11 Kafka (KIP-101 came with
+    v2): it writes v1 message sets and no leader-epoch-checkpoint."""
+    return cluster.truncation != "hw"
+
+
+def batch_spec(b: SimBatch, codec: str, cache: dict | None = None, magic: int = MAGIC_V2) -> BatchSpec:
     """The writer's BatchSpec of a simulated batch. Replicas share batch objects, so with ``cache``
     each batch's records are encoded and compressed once, not once per replica."""
+    if magic != MAGIC_V2:
+        return _legacy_spec(b, codec, magic)
     if cache is None:
         return _batch_spec(b, codec)
     spec = cache.get(id(b))
@@ -61,6 +70,24 @@ def _batch_spec(b: SimBatch, codec: str) -> BatchSpec:
     )
 
 
+def _legacy_spec(b: SimBatch, codec: str, magic: int) -> BatchSpec:
+    """A pre-0.11 message set: the records alone (BatchSpec refuses what v0/v1 cannot hold, so a
+    scenario giving such a cluster idempotent or transactional producers fails loudly). zstd came
+    with Kafka 2.1 and message format v2: such a cluster compresses with lz4."""
+    return BatchSpec(
+        b.base_offset,
+        tuple(Record(r.key, r.value, r.timestamp) for r in b.records),
+        NO_PARTITION_LEADER_EPOCH,
+        codec="lz4" if codec == "zstd" else codec,
+        producer_id=b.producer_id,
+        producer_epoch=b.producer_epoch,
+        base_sequence=b.base_sequence,
+        is_transactional=b.transactional,
+        control=b.control,
+        magic=magic,
+    )
+
+
 def _uuid(seed: int, name: str) -> str:
     """A reproducible Kafka Uuid in its base64url form (22 chars)."""
     import base64
@@ -77,6 +104,8 @@ def materialize(cluster: Cluster, out_dir: Path, size: Size) -> list[dict]:
     torn = {(d["broker"], d["topic"], d["partition"]): d for d in cluster.damage if d["kind"] == "torn_tail"}
     layouts: dict[tuple[int, str, int], PartitionLayout] = {}
     encoded: dict = {}
+    epochs = writes_leader_epochs(cluster)
+    magic = MAGIC_V2 if epochs else MAGIC_V1
     for b, broker in sorted(cluster.brokers.items()):
         reps: list[Replica] = [r for (rb, _, _), r in sorted(cluster.replicas.items()) if rb == b]
         parts = {}
@@ -86,11 +115,12 @@ def materialize(cluster: Cluster, out_dir: Path, size: Size) -> list[dict]:
                 batches.append(torn[(b, r.topic, r.partition)]["batch"])
             first = batches[0].base_offset if batches else r.log_start
             parts[r.tp] = PartitionSpec(
-                [batch_spec(x, size.codec, encoded) for x in batches],
+                [batch_spec(x, size.codec, encoded, magic) for x in batches],
                 config,
                 topic_id=cluster.topic_ids[r.topic],
                 log_start_offset=r.log_start if r.log_start > first else None,
                 leader_epochs=epochs_from_start(r.epochs, r.log_start),
+                epoch_cache=epochs,
             )
         written = write_broker_dir(
             out_dir / f"broker-{b}",

@@ -15,6 +15,7 @@ from collections import defaultdict
 from collections.abc import Iterable
 
 from .cluster import Cluster
+from .materialize import writes_leader_epochs
 from .model import Replica, epochs_from_start
 
 MARKER = ("control", "control")
@@ -58,7 +59,10 @@ def survivor_candidates(cluster: Cluster, topic: str, partition: int) -> list[in
     """The replicas the broker dirs alone cannot tell from the surviving one (itself included): those
     carrying the same latest leader epoch without starting it later (a follower starts an epoch
     where it fetched its first batch, never before the leader did). More than one: only the event
-    log (the metadata log, the brokers' logs) says which survives."""
+    log (the metadata log, the brokers' logs) says which survives. Logs without leader epochs
+    (pre-0.11) tell no replica from another: every replica is a candidate."""
+    if not writes_leader_epochs(cluster):
+        return sorted(cluster.part(topic, partition).replicas)
     surv = surviving_replica(cluster, topic, partition)
     mine = _epoch_start(surv, surv.latest_epoch)
     out = [surv.broker]
@@ -246,7 +250,10 @@ def lost_markers(cluster: Cluster) -> list[dict]:
 
 def acked_data_loss(cluster: Cluster) -> list[dict]:
     """Acked (ledger) or committed (once below a leader's HW) records the surviving log does not hold
-    with their content; below-log-start, compacted and aborted offsets are not losses."""
+    with their content; below-log-start, compacted and aborted offsets are not losses. When the
+    files cannot single out the surviving log (``survivor_candidates``), an offset is a loss the
+    files show only if it loses a record whichever candidate leads: not where one candidate holds
+    every record wanted there (two candidates holding different acked records lose one of them)."""
     out = []
     by_tp: dict[tuple[str, int], set[tuple[int, tuple, str]]] = defaultdict(set)
     for row in cluster.ledger:
@@ -257,11 +264,17 @@ def acked_data_loss(cluster: Cluster) -> list[dict]:
     for (topic, p), wanted in sorted(by_tp.items()):
         surv = surviving_replica(cluster, topic, p)
         held = _content_map(surv)
+        candidates = [_content_map(cluster.replica(b, topic, p)) for b in survivor_candidates(cluster, topic, p)]
+        wanted_at: dict[int, set[tuple]] = defaultdict(set)
+        for off, content, _ in wanted:
+            wanted_at[off].add(content)
         excluded = cluster.compacted_away.get((topic, p), set()) | cluster.aborted.get((topic, p), set())
         lost: dict[tuple[int, tuple], set[str]] = defaultdict(set)
         for off, content, acks in wanted:
             if off < surv.log_start or off in excluded or held.get(off) == content:
                 continue
+            if any(all(m.get(off) == c for c in wanted_at[off]) for m in candidates):
+                continue  # that candidate may be the surviving log, and loses nothing here
             lost[(off, content)].add(acks)
         if not lost:
             continue
@@ -315,7 +328,7 @@ def replica_divergence(cluster: Cluster) -> list[dict]:
             else:
                 runs.append([off, off, who])
         for first, last, who in runs:
-            eps = sorted({epochs[b][o] for b in who for o in range(first, last + 1)})
+            eps = sorted({epochs[b][o] for b in who for o in range(first, last + 1)}) if writes_leader_epochs(cluster) else []
             out.append(
                 _finding(
                     "replica_divergence",
@@ -326,7 +339,8 @@ def replica_divergence(cluster: Cluster) -> list[dict]:
                     first,
                     last,
                     last - first + 1,
-                    f"brokers {sorted(who)} hold different records at offsets {first}..{last} (leader epochs {eps})",
+                    f"brokers {sorted(who)} hold different records at offsets {first}..{last}"
+                    + (f" (leader epochs {eps})" if eps else " (the logs carry no leader epochs: KAFKA-1211)"),
                     leader_epochs=eps,
                     evidence_sources=["files"],
                 )
@@ -336,8 +350,11 @@ def replica_divergence(cluster: Cluster) -> list[dict]:
 
 def leader_epoch_conflicts(cluster: Cluster) -> list[dict]:
     """Replicas whose leader-epoch caches give different start offsets to an epoch that holds
-    records on each of them (an epoch holding no records may differ: benign)."""
+    records on each of them (an epoch holding no records may differ: benign). Pre-0.11 logs have
+    no leader-epoch caches to disagree."""
     out = []
+    if not writes_leader_epochs(cluster):
+        return out
     for (topic, p), part in sorted(cluster.partitions.items()):
         starts: dict[int, dict[int, int]] = defaultdict(dict)
         for b in part.replicas:
@@ -529,11 +546,14 @@ def must_not_report(cluster: Cluster, findings: list[dict]) -> list[dict]:
 
 
 def replica_summary(cluster: Cluster) -> dict:
+    """Each replica as its files show it: without leader epochs (pre-0.11) every batch is in epoch
+    -1 (no epoch) and there is no leader-epoch-checkpoint."""
     out: dict[str, dict] = {}
+    epochs = writes_leader_epochs(cluster)
     for (b, topic, p), r in sorted(cluster.replicas.items()):
         by_epoch: dict[int, list[int]] = {}
         for bt in r.batches:
-            lo_hi = by_epoch.setdefault(bt.epoch, [bt.base_offset, bt.last_offset])
+            lo_hi = by_epoch.setdefault(bt.epoch if epochs else -1, [bt.base_offset, bt.last_offset])
             lo_hi[1] = bt.last_offset
         out.setdefault(f"broker-{b}", {"clean_shutdown_marker": cluster.brokers[b].clean_marker, "partitions": {}})["partitions"][
             f"{topic}-{p}"
@@ -546,7 +566,7 @@ def replica_summary(cluster: Cluster) -> dict:
             "log_start_checkpoint": r.ckpt_log_start,
             "cleaner_offset": r.cleaner_offset,
             "first_offset": r.batches[0].base_offset if r.batches else None,
-            "leader_epoch_checkpoint": [list(e) for e in epochs_from_start(r.epochs, r.log_start)],
+            "leader_epoch_checkpoint": [list(e) for e in epochs_from_start(r.epochs, r.log_start)] if epochs else None,
             "batch_epoch_ranges": {str(k): v for k, v in by_epoch.items()},
             "records": sum(bt.count for bt in r.batches),
         }

@@ -59,7 +59,7 @@ from .properties import (
     meta_properties_text,
     partition_metadata_text,
 )
-from .records import NO_PRODUCER_ID, NO_TIMESTAMP, BatchSpec, encode_batch
+from .records import MAGIC_V2, NO_PRODUCER_ID, NO_TIMESTAMP, BatchSpec, encode_batch
 
 OFFSET_NAME_DIGITS = 20
 NO_OFFSET = -1
@@ -171,9 +171,11 @@ class _Segment:
         seg.next_offset = spec.next_offset
         max_ts = spec.computed_max_timestamp
         if max_ts > self.max_timestamp_so_far:
-            self.max_timestamp_so_far, self.offset_of_max_timestamp = max_ts, spec.last_offset
+            self.max_timestamp_so_far, self.offset_of_max_timestamp = max_ts, spec.offset_of_max_timestamp
         if self.bytes_since_last_index_entry > self.config.index_interval_bytes:
-            seg.index_entries.append((spec.last_offset, position))
+            # v2: the batch's last offset (LogSegment.append per batch); a v0/v1 message set as a
+            # pre-0.11 broker indexed it: the first offset of the append (0.10's LogSegment.append)
+            seg.index_entries.append((spec.last_offset if spec.magic == MAGIC_V2 else spec.base_offset, position))
             self.maybe_append_time_entry()
             self.bytes_since_last_index_entry = 0
         self.bytes_since_last_index_entry += len(data)
@@ -297,6 +299,7 @@ def write_partition(
     log_start_offset: int | None = None,
     leader_epochs: list[tuple[int, int]] | None = None,
     roll_at: Sequence[int] = (),
+    epoch_cache: bool = True,
 ) -> PartitionLayout:
     """Write one partition directory (``dir`` must not exist or be empty); see the module doc.
 
@@ -304,7 +307,9 @@ def write_partition(
     DeleteRecords would, and the leader-epoch cache is truncated from the start. ``leader_epochs``
     replaces the epochs derived from the batches (a leader writes epochs that hold no batch too).
     ``roll_at``: base offsets of batches that start a new segment whatever its size (a roll by
-    time, by an operator, or by a restart of a broker that had rolled).
+    time, by an operator, or by a restart of a broker that had rolled). ``epoch_cache`` False: no
+    ``leader-epoch-checkpoint``, as a pre-0.11 broker (no LeaderEpochFileCache) left the partition,
+    or a later one whose message format precedes v2 (UnifiedLog deletes the file).
     """
     config = config or LogConfig()
     dir = Path(dir)
@@ -369,7 +374,10 @@ def write_partition(
             (dir / segment_file_name(offset, ".snapshot")).write_bytes(producer_snapshot_bytes(entries))
     else:
         snapshots = {}
-    (dir / LEADER_EPOCH_CHECKPOINT_FILE).write_bytes(leader_epoch_checkpoint_bytes(leader_epochs))
+    if epoch_cache:
+        (dir / LEADER_EPOCH_CHECKPOINT_FILE).write_bytes(leader_epoch_checkpoint_bytes(leader_epochs))
+    else:
+        leader_epochs = []
     if topic_id is not None:
         (dir / PARTITION_METADATA_FILE).write_text(partition_metadata_text(topic_id), encoding="utf-8")
 
@@ -401,6 +409,7 @@ class PartitionSpec:
     leader_epochs: list[tuple[int, int]] | None = None
     roll_at: Sequence[int] = ()
     clean: bool | None = None  # None: the broker's clean_shutdown
+    epoch_cache: bool = True  # False: no leader-epoch-checkpoint (pre-0.11, message format < v2)
 
 
 def partition_dir_name(topic: str, partition: int) -> str:
@@ -440,6 +449,7 @@ def write_broker_dir(
             log_start_offset=spec.log_start_offset,
             leader_epochs=spec.leader_epochs,
             roll_at=spec.roll_at,
+            epoch_cache=spec.epoch_cache,
         )
     write_broker_files(
         dir,

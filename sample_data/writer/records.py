@@ -121,9 +121,15 @@ class BatchSpec:
     # The records section exactly as stored (already compressed), to reproduce another writer's
     # compressed bytes; None = encode ``records`` and compress them with ``codec``.
     stored_payload: bytes | None = None
+    # MAGIC_V2: a DefaultRecordBatch. MAGIC_V0/V1: the message set a pre-0.11 producer and broker
+    # wrote (``encode_legacy_message_set``): no leader epoch, producer id, sequence, transaction,
+    # control record or header; one message per record, or one wrapper message when compressed.
+    magic: int = MAGIC_V2
 
     def __post_init__(self) -> None:
         codec_id(self.codec)
+        if self.magic != MAGIC_V2:
+            self._check_legacy()
         if self.timestamp_type not in TIMESTAMP_TYPES:
             raise ValueError(f"timestamp_type must be one of {TIMESTAMP_TYPES}, not {self.timestamp_type!r}")
         if self.control is not None and self.control not in CONTROL_TYPES:
@@ -132,6 +138,36 @@ class BatchSpec:
             raise ValueError("a log_append batch needs log_append_time")
         if self.control is not None and not self.records and self.max_timestamp is None:
             raise ValueError("a control batch without records needs max_timestamp (the marker's timestamp)")
+
+    def _check_legacy(self) -> None:
+        """Refuse what a v0/v1 message set cannot hold, rather than silently drop it."""
+        if self.magic not in (MAGIC_V0, MAGIC_V1):
+            raise ValueError(f"magic must be 0, 1 or 2, not {self.magic}")
+        v2_only = {
+            "a partition leader epoch": self.partition_leader_epoch != NO_PARTITION_LEADER_EPOCH,
+            "a producer id": self.producer_id != NO_PRODUCER_ID or self.producer_epoch != NO_PRODUCER_EPOCH,
+            "a sequence": self.base_sequence != NO_SEQUENCE,
+            "a transaction or control record": self.is_transactional or self.control is not None,
+            "headers or offset gaps": any(r.headers or r.offset_delta is not None for r in self.records),
+            "a stored v2 payload or header overrides": self.stored_payload is not None
+            or self.last_offset_delta is not None
+            or self.base_timestamp is not None
+            or self.max_timestamp is not None,
+            "records": not self.records,
+        }
+        bad = [what for what, present in v2_only.items() if present]
+        if bad:
+            raise ValueError(f"a magic {self.magic} message set cannot hold {', '.join(bad)}")
+
+    @property
+    def offset_of_max_timestamp(self) -> int:
+        """The offset the time index names for this batch (LogSegment's shallowOffsetOfMaxTimestamp):
+        the batch's last offset, but an uncompressed v0/v1 message set's messages are each a batch
+        of their own, so there it is the message holding the max timestamp."""
+        if self.magic == MAGIC_V2 or self.codec != "none":
+            return self.last_offset
+        stamps = [r.timestamp for r in self.records]
+        return self.base_offset + stamps.index(max(stamps))
 
     @cached_property
     def wire_records(self) -> tuple[Record, ...]:
@@ -241,7 +277,12 @@ def assemble_batch(spec: BatchSpec, payload: bytes) -> bytes:
 
 
 def encode_batch(spec: BatchSpec) -> bytes:
-    """One v2 ``DefaultRecordBatch``, exactly as ``MemoryRecordsBuilder`` lays it out."""
+    """One v2 ``DefaultRecordBatch``, exactly as ``MemoryRecordsBuilder`` lays it out (a v0/v1
+    spec: its legacy message set)."""
+    if spec.magic != MAGIC_V2:
+        return encode_legacy_message_set(
+            spec.base_offset, spec.records, spec.magic, spec.codec, spec.timestamp_type, spec.log_append_time
+        )
     if spec.stored_payload is not None:
         return assemble_batch(spec, spec.stored_payload)
     return assemble_batch(spec, compress(spec.codec, encode_records(spec)))
