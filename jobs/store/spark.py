@@ -91,7 +91,10 @@ def get_session(master: str = "local[*]", catalog_dir: Path | None = None, app: 
     A session already running in this process is returned as is (Spark allows one per JVM):
     callers that need the catalog start a fresh process or stop the session first.
     """
+    from pyspark import SparkContext
     from pyspark.sql import SparkSession
+
+    from . import class_sharing
 
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
@@ -131,10 +134,18 @@ def get_session(master: str = "local[*]", catalog_dir: Path | None = None, app: 
         settings["spark.sql.warehouse.dir"] = str(scratch / "warehouse")
     settings |= confs
     _quiet_java_logs()
+    pending = final = None
+    if SparkContext._gateway is None:  # (a JVM already running keeps the options it started with)
+        cds, pending, final = class_sharing.java_options(SPARK_CONF, SPARK_CONF / "log4j2.properties")
+        if cds:
+            key = "spark.driver.extraJavaOptions"
+            settings[key] = f"{settings.get(key, '')} {cds}".strip()
     on_sigint = signal.getsignal(signal.SIGINT)
     _launch_gateway(settings)
     builder = SparkSession.builder.config(map=settings)
     spark = builder.getOrCreate()
+    if pending is not None:
+        class_sharing.finish_at_exit(pending, final)
     if callable(on_sigint) and on_sigint is not signal.default_int_handler and signal.getsignal(signal.SIGINT) is not on_sigint:
         # a caller's own Ctrl-C handling (``interruptible``) stays: pyspark's handler cancels the
         # jobs through a py4j call made inside the interrupted one, which logs two tracebacks
@@ -148,6 +159,7 @@ def get_session(master: str = "local[*]", catalog_dir: Path | None = None, app: 
     return spark
 
 
+SPARK_CONF = Path(__file__).with_name("spark_conf")  # our log4j2.properties: Spark's errors only
 REMOTE_SCHEME = "sc://"
 CONNECT_PORT = 15002  # Spark Connect's default port (SparkConnectClient's DEFAULT_PORT)
 
@@ -405,6 +417,5 @@ def _quiet_java_logs() -> None:
     setLogLevel can act; point log4j2 at a config that only lets errors through."""
     if "SPARK_CONF_DIR" in os.environ or verbose():
         return
-    conf_dir = Path(__file__).with_name("spark_conf")
-    if (conf_dir / "log4j2.properties").is_file():
-        os.environ["SPARK_CONF_DIR"] = str(conf_dir)
+    if (SPARK_CONF / "log4j2.properties").is_file():
+        os.environ["SPARK_CONF_DIR"] = str(SPARK_CONF)
