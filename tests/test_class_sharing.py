@@ -62,3 +62,18 @@ def test_off_where_it_cannot_work(tmp_path, monkeypatch):
     assert os.environ["SPARK_CONF_DIR"] == str(tmp_path / "spark-conf") and not any((tmp_path / "spark-conf").iterdir())
     assert f"-XX:ArchiveClassesAtExit={pending}" in opts and f"-Dlog4j2.configurationFile={log4j}" in opts
     assert pending.parent == final.parent == tmp_path and not final.exists()
+
+
+def test_a_child_of_a_run_keeps_spark_quiet(tmp_path, monkeypatch):
+    """A process started by one that already ran Spark (a test's CLI subprocess, the catalog
+    rebuild) inherits SPARK_CONF_DIR = the empty folder: it is still ours, so log4j's errors-only
+    config still applies, with sharing on or off (it failed: Spark's WARN lines and stack traces came back)."""
+    monkeypatch.setenv(class_sharing.ENV_CACHE, str(tmp_path))
+    log4j = SPARK_CONF / "log4j2.properties"
+    monkeypatch.setenv("SPARK_CONF_DIR", str(tmp_path / "spark-conf"))
+    opts, _, _ = class_sharing.java_options(SPARK_CONF, log4j)
+    assert f"-Dlog4j2.configurationFile={log4j}" in opts
+    monkeypatch.setenv("SPARK_CONF_DIR", str(tmp_path / "spark-conf"))
+    monkeypatch.setenv(class_sharing.ENV_OFF, "0")
+    assert class_sharing.java_options(SPARK_CONF, log4j) == ("", None, None)
+    assert os.environ["SPARK_CONF_DIR"] == str(SPARK_CONF), "sharing off: our conf dir, log4j config on the class path"

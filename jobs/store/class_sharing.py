@@ -79,20 +79,25 @@ def _pid_alive(pid: int) -> bool:
 def java_options(our_conf_dir: Path, log4j_file: Path) -> tuple[str, Path | None, Path | None]:
     """The JVM options for class sharing, the archive being written (or None) and its final name.
 
-    Sets ``SPARK_CONF_DIR`` to an empty folder when it was ours (``our_conf_dir``); returns
-    ``("", None, None)`` when sharing is off or cannot be used."""
-    if os.environ.get(ENV_OFF, "1") == "0" or Path(os.environ.get("SPARK_CONF_DIR", "")) != our_conf_dir:
+    Sets ``SPARK_CONF_DIR`` to an empty folder when it was ours (``our_conf_dir``, or that empty
+    folder, inherited from a parent process that started Spark); returns ``("", None, None)`` when
+    sharing is off or cannot be used, with ``SPARK_CONF_DIR`` ours again (its log4j config on the
+    class path), or left alone when it is a user's."""
+    conf = Path(os.environ.get("SPARK_CONF_DIR", ""))
+    empty = cache_dir() / "spark-conf"
+    if conf not in (our_conf_dir, empty):
+        return "", None, None
+    os.environ["SPARK_CONF_DIR"] = str(our_conf_dir)
+    if os.environ.get(ENV_OFF, "1") == "0":
         return "", None, None
     try:
         import pyspark
 
-        cache = cache_dir()
-        empty = cache / "spark-conf"
         empty.mkdir(parents=True, exist_ok=True)
         if any(empty.iterdir()):
             return "", None, None
-        final = cache / archive_name(_java(), Path(pyspark.__file__).parent / "jars")
-        for old in cache.glob(f"{final.name}.tmp-*"):  # left by runs killed while writing
+        final = empty.parent / archive_name(_java(), Path(pyspark.__file__).parent / "jars")
+        for old in empty.parent.glob(f"{final.name}.tmp-*"):  # left by runs killed while writing
             with contextlib.suppress(ValueError, OSError):
                 if not _pid_alive(int(old.name.rsplit("-", 1)[1])):
                     old.unlink()
