@@ -103,6 +103,10 @@ def server(analyzed):
 
 
 def test_readme_beeline_query_and_tables_match_the_dir(analyzed, server, tmp_path):
+    # the beeline line follows the URL line in the same write; the reader thread may not have it yet
+    deadline = time.monotonic() + 10
+    while "bin/beeline -u" not in "".join(server.stderr) and time.monotonic() < deadline:
+        time.sleep(0.1)
     said = "".join(server.stderr)
     assert f"jdbc:hive2://127.0.0.1:{server.port}" in said and "bin/beeline -u" in said
     line = readme_line(README_BEELINE)
