@@ -3,6 +3,9 @@
 Run:  python benchmarks/memory_bench.py              (~1 GiB segment; ingest+jobs take several minutes)
       python benchmarks/memory_bench.py --mib 64     (a quick smoke run)
       python benchmarks/memory_bench.py --command ingest   (ingest only, no forensic jobs)
+      python benchmarks/memory_bench.py --collection-gib 10 --driver-memory 1g
+            (issue 20: a 3-broker collection of ~10 GiB analyzed with a 1 GB driver heap; needs
+             ~10 GiB of free disk under $TMPDIR, and takes tens of minutes on 2 cores)
 
 Why: issue 9 asks that parsing streams, so that a 1 GB segment parses with peak RSS < 1 GB, and that
 the figure is measured, not asserted. Data: one broker, one partition, one segment made by the
@@ -101,16 +104,18 @@ def _session(sid: int) -> list[int]:
     return pids
 
 
-def run_cli(command: str, broker: Path, out: Path) -> dict:
+def run_cli(command: str, brokers: list[Path], out: Path, driver_memory: str | None = None) -> dict:
     """Run the CLI in its own session and sample its process tree until it ends."""
-    args = [sys.executable, "-m", "analyzer.cli", command, str(broker), "--out", str(out)]
+    args = [sys.executable, "-m", "analyzer.cli", command, *map(str, brokers), "--out", str(out)]
+    env = {**os.environ, "KF_DRIVER_MEMORY": driver_memory} if driver_memory else None
     if command == "analyze":
         args += ["--format", "json"]
     else:
         args += ["--quiet"]
     t0 = time.monotonic()
-    proc = subprocess.Popen(args, cwd=out.parent, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-                            start_new_session=True)
+    said = tempfile.TemporaryFile(mode="w+")  # a pipe read only at the end could fill and stall the CLI
+    proc = subprocess.Popen(args, cwd=out.parent, stdout=subprocess.DEVNULL, stderr=said, text=True,
+                            start_new_session=True, env=env)
     hwm: dict[str, int] = {}
     peak_workers = peak_total = 0
     while proc.poll() is None:
@@ -122,9 +127,41 @@ def run_cli(command: str, broker: Path, out: Path) -> dict:
         peak_workers = max(peak_workers, by_role.get("python workers", 0))
         peak_total = max(peak_total, sum(by_role.values()))
         time.sleep(0.25)
-    err = proc.stderr.read()
+    said.seek(0)
+    err = said.read()
+    said.close()
     return {"code": proc.returncode, "seconds": time.monotonic() - t0, "hwm": hwm, "peak_workers_sum": peak_workers,
-            "peak_total_sum": peak_total, "stderr_tail": err[-1500:]}
+            "peak_total_sum": peak_total, "stderr_tail": err[-1500:], "oom": "OutOfMemoryError" in err}
+
+
+def report_cli(title: str, r: dict) -> None:
+    print(f"{title}: exit {r['code']} in {r['seconds']:.0f} s" + ("  -- OutOfMemoryError in its output" if r["oom"] else ""))
+    for role in ("driver python", "jvm", "python workers"):
+        print(f"    peak RSS of one {role:15s} {r['hwm'].get(role, 0) / MiB:8.0f} MiB")
+    print(f"    peak of the python workers' summed RSS {r['peak_workers_sum'] / MiB:6.0f} MiB")
+    print(f"    peak of the whole tree's summed RSS    {r['peak_total_sum'] / MiB:6.0f} MiB")
+    if r["code"] not in (0, 1):
+        print(r["stderr_tail"])
+    print(f"load average at end: {os.getloadavg()[0]:.1f}")
+
+
+def collection(args: argparse.Namespace, tmp: Path, bulk) -> None:
+    """Issue 20's big input with a small heap: three replicas of eight partitions, ~``collection_gib``
+    GiB over all brokers, analyzed whole. Spark must spill rather than hold it (the driver heap is the
+    executors' heap in local mode), so the figures to read are the exit code, the absence of an
+    OutOfMemoryError, the wall time and the tree's peak RSS."""
+    brokers, partitions = 3, 8
+    records = int(args.collection_gib * (1 << 30) / (brokers * partitions * RECORD_BYTES))
+    t0 = time.monotonic()
+    res = bulk.generate(tmp / "in", brokers=brokers, partitions=partitions, records=records, seed=9)
+    size = sum(f.stat().st_size for b in res.brokers for f in b.rglob("*") if f.is_file())
+    print(f"collection: {brokers} brokers x {partitions} partitions, {records} records per partition, "
+          f"{size / (1 << 30):.1f} GiB on disk, generated in {time.monotonic() - t0:.0f} s")
+    print(f"driver memory: {args.driver_memory or 'default'}; load average at start: {os.getloadavg()[0]:.1f} "
+          f"on {os.cpu_count()} cores")
+    r = run_cli(args.command, res.brokers, tmp / "out", args.driver_memory)
+    report_cli(f"kafka-forensics {args.command} of the whole collection", r)
+    print(f"    throughput, whole process: {size / MiB / r['seconds']:.0f} MiB/s")
 
 
 def main() -> None:
@@ -132,6 +169,9 @@ def main() -> None:
     ap.add_argument("--mib", type=int, default=1024, help="segment size in MiB (default 1024)")
     ap.add_argument("--command", choices=("analyze", "ingest"), default="analyze")
     ap.add_argument("--keep", action="store_true", help="keep the temp dir (printed)")
+    ap.add_argument("--collection-gib", type=float, default=None,
+                    help="instead of one segment: a 3-broker, 8-partition collection of about this many GiB in all")
+    ap.add_argument("--driver-memory", default=None, help="KF_DRIVER_MEMORY for the CLI run (e.g. 1g)")
     args = ap.parse_args()
 
     sys.path.insert(0, str(REPO))
@@ -139,6 +179,9 @@ def main() -> None:
 
     tmp = Path(tempfile.mkdtemp(prefix="kf-memory-bench-"))
     try:
+        if args.collection_gib:
+            collection(args, tmp, bulk)
+            return
         t0 = time.monotonic()
         records = args.mib * MiB // RECORD_BYTES
         res = bulk.generate(tmp / "in", brokers=1, partitions=1, records=records, segment_bytes=(1 << 31) - 1, seed=9)
@@ -162,15 +205,8 @@ def main() -> None:
             print(f"    peak RssFile (mmap'd segment pages) {r['peak_file'] / MiB:6.0f} MiB")
 
         out = tmp / "out"
-        r = run_cli(args.command, broker, out)
-        print(f"(b) kafka-forensics {args.command}: exit {r['code']} in {r['seconds']:.0f} s")
-        for role in ("driver python", "jvm", "python workers"):
-            print(f"    peak RSS of one {role:15s} {r['hwm'].get(role, 0) / MiB:8.0f} MiB")
-        print(f"    peak of the python workers' summed RSS {r['peak_workers_sum'] / MiB:6.0f} MiB")
-        print(f"    peak of the whole tree's summed RSS    {r['peak_total_sum'] / MiB:6.0f} MiB")
-        if r["code"] not in (0, 1):
-            print(r["stderr_tail"])
-        print(f"load average at end: {os.getloadavg()[0]:.1f}")
+        r = run_cli(args.command, [broker], out, args.driver_memory)
+        report_cli(f"(b) kafka-forensics {args.command}", r)
     finally:
         if args.keep:
             print(f"kept {tmp}")
