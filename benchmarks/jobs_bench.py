@@ -1,0 +1,119 @@
+"""The jobs phase of ``analyze``, stage by stage: cold JVM against warm, and Spark's cost per query.
+
+Run:  python benchmarks/jobs_bench.py                      (the real-cluster crash-only, 0.4 MB)
+      python benchmarks/jobs_bench.py INPUT... [--repeat 3]
+
+Why: on a small collection the jobs phase takes ~20 s whatever the data size, and neither JVM
+flags, codegen, shuffle partitions nor AQE move it (issue 17's note). This prints what does: each
+stage's seconds and Spark job count, first in a cold JVM and then repeated in the same session
+(JIT and class loading paid), next to what Spark itself needs for a one-row count, one shuffle,
+and two aggregates joined, in that warm session. Stage seconds divided by those floors say how
+many Spark round trips a stage is; folding detectors into fewer passes is what lowers it.
+Everything runs in one process with a session sized as the CLI sizes it (no catalog: the catalog
+thread is its own ~3 s, timed by analyze_bench). Nothing is asserted; figures vary with the load.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+
+class StageClock:
+    """A ``stage`` callback for ``jobs.findings.run.run``: seconds and Spark jobs per stage."""
+
+    def __init__(self, spark) -> None:
+        self.spark, self.rows = spark, []
+        self._name, self._t, self._jobs = None, 0.0, 0
+
+    def _job_count(self) -> int:
+        ids = self.spark.sparkContext.statusTracker().getJobIdsForGroup(None)
+        return max(ids) + 1 if ids else 0
+
+    def __call__(self, name: str | None) -> None:
+        now, jobs = time.monotonic(), self._job_count()
+        if self._name is not None:
+            self.rows.append((self._name, now - self._t, jobs - self._jobs))
+        self._name, self._t, self._jobs = name, now, jobs
+
+
+def floors(spark, repeat: int = 5) -> dict[str, float]:
+    """Median seconds of the cheapest queries, in a warm session."""
+    from pyspark.sql import functions as F
+
+    df = spark.range(1000)
+    queries = {
+        "one-row count": lambda: spark.range(1).count(),
+        "one shuffle (group by)": lambda: df.groupBy((F.col("id") % 3).alias("k")).count().collect(),
+        "two aggregates joined": lambda: df.groupBy((F.col("id") % 3).alias("k")).count()
+        .join(df.groupBy((F.col("id") % 5).alias("k")).count(), "k").collect(),
+    }
+    out = {}
+    for name, q in queries.items():
+        q()
+        times = []
+        for _ in range(repeat):
+            t = time.monotonic()
+            q()
+            times.append(time.monotonic() - t)
+        out[name] = statistics.median(times)
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("inputs", nargs="*", type=Path, default=[REPO.parent / "shared/fixtures/real-cluster/crash-only"])
+    ap.add_argument("--repeat", type=int, default=3, help="passes of the jobs phase in one session (the first is cold)")
+    args = ap.parse_args()
+
+    from jobs.findings import run as forensics
+    from jobs.ingest.run import staged_ingest
+    from jobs.store.spark import get_session, input_bytes
+
+    size = input_bytes(args.inputs)
+    t0 = time.monotonic()
+    spark = get_session("local[*]", input_bytes=size)
+    spark.range(1).count()
+    start = time.monotonic() - t0
+    passes = []
+    with tempfile.TemporaryDirectory(prefix="kf-jobs-bench-") as tmp:
+        t = time.monotonic()
+        with staged_ingest(args.inputs, Path(tmp) / "out", progress=False, spark=spark, register=False) as staged:
+            ingest = time.monotonic() - t
+            for _ in range(args.repeat):
+                clock = StageClock(spark)
+                forensics.run(spark, staged.tmp, stage=clock)
+                clock(None)
+                passes.append(clock.rows)
+    warm = floors(spark)
+
+    print(f"input: {', '.join(map(str, args.inputs))} ({size / 1e6:.1f} MB); load average {os.getloadavg()[0]:.1f} "
+          f"on {os.cpu_count()} cores")
+    print(f"Spark start + one count (in process): {start:.1f} s; ingest: {ingest:.1f} s")
+    header = "".join(f"{'pass ' + str(i + 1) + (' (cold)' if i == 0 else ''):>18}" for i in range(len(passes)))
+    print(f"\n{'stage':34}{header}")
+    for i, (name, _, _) in enumerate(passes[0]):
+        cells = "".join(f"{p[i][1]:8.2f} s {p[i][2]:4d} jobs" for p in passes)
+        print(f"{name:34}{cells}")
+    totals = "".join(f"{sum(r[1] for r in p):8.2f} s {sum(r[2] for r in p):4d} jobs" for p in passes)
+    print(f"{'total':34}{totals}")
+    print("\nwarm session, median of 5:")
+    for name, sec in warm.items():
+        print(f"  {name:28} {sec * 1000:6.0f} ms")
+    last = passes[-1]
+    jobs = sum(r[2] for r in last)
+    if jobs:
+        print(f"\nlast pass: {sum(r[1] for r in last) / jobs * 1000:.0f} ms per Spark job over {jobs} jobs")
+    spark.stop()
+
+
+if __name__ == "__main__":
+    main()
