@@ -22,8 +22,10 @@ uncompressed, idempotent producer), in a temp dir removed at the end.
 (b) ``kafka-forensics <command> BROKER --out DIR`` in its own session, sampled every 0.25 s: every
     process of the session (the CLI's Python driver, the Spark JVM, pyspark's worker daemon and its
     forked workers) by its /proc status. Printed: the highest VmHWM of each role, the peak of the
-    workers' summed RSS, and the peak of the whole tree's summed RSS (what the machine had to hold
-    at once). The JVM's heap is capped by ``KF_DRIVER_MEMORY`` (default 4g); its RSS follows what
+    workers' summed RSS, and the peak of the whole tree's summed RSS and summed PSS. PSS is what the
+    machine had to hold at once: summed RSS counts a page shared by several processes once per
+    process, and a child the JVM or a daemon has just forked (Hadoop forks ``chmod`` and ``ls``
+    for every file it writes) shows its parent's whole RSS until it execs. The JVM's heap is capped by ``KF_DRIVER_MEMORY`` (default 4g); its RSS follows what
     it touched, not the cap.
 Nothing is asserted; on a shared machine the figures vary with the load (printed with them).
 """
@@ -79,6 +81,18 @@ def parse_child(path: str) -> None:
                       "hwm": _status().get("VmHWM", 0), "peak_anon": peak_anon, "peak_file": peak_file}), flush=True)
 
 
+def _pss(pid: int) -> int:
+    """Proportional set size (bytes) of ``pid``: its share of every page it maps (0 once gone)."""
+    try:
+        with open(f"/proc/{pid}/smaps_rollup") as f:
+            for line in f:
+                if line.startswith("Pss:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError):
+        pass
+    return 0
+
+
 def _role(pid: int) -> str:
     try:
         cmd = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
@@ -117,21 +131,24 @@ def run_cli(command: str, brokers: list[Path], out: Path, driver_memory: str | N
     proc = subprocess.Popen(args, cwd=out.parent, stdout=subprocess.DEVNULL, stderr=said, text=True,
                             start_new_session=True, env=env)
     hwm: dict[str, int] = {}
-    peak_workers = peak_total = 0
+    peak_workers = peak_total = peak_pss = 0
     while proc.poll() is None:
         by_role: dict[str, int] = {}
+        pss = 0
         for pid in _session(proc.pid):
             st, role = _status(pid), _role(pid)
             hwm[role] = max(hwm.get(role, 0), st.get("VmHWM", 0))
             by_role[role] = by_role.get(role, 0) + st.get("VmRSS", 0)
+            pss += _pss(pid)
         peak_workers = max(peak_workers, by_role.get("python workers", 0))
         peak_total = max(peak_total, sum(by_role.values()))
+        peak_pss = max(peak_pss, pss)
         time.sleep(0.25)
     said.seek(0)
     err = said.read()
     said.close()
     return {"code": proc.returncode, "seconds": time.monotonic() - t0, "hwm": hwm, "peak_workers_sum": peak_workers,
-            "peak_total_sum": peak_total, "stderr_tail": err[-1500:], "oom": "OutOfMemoryError" in err}
+            "peak_total_sum": peak_total, "peak_total_pss": peak_pss, "stderr_tail": err[-1500:], "oom": "OutOfMemoryError" in err}
 
 
 def report_cli(title: str, r: dict) -> None:
@@ -140,6 +157,7 @@ def report_cli(title: str, r: dict) -> None:
         print(f"    peak RSS of one {role:15s} {r['hwm'].get(role, 0) / MiB:8.0f} MiB")
     print(f"    peak of the python workers' summed RSS {r['peak_workers_sum'] / MiB:6.0f} MiB")
     print(f"    peak of the whole tree's summed RSS    {r['peak_total_sum'] / MiB:6.0f} MiB")
+    print(f"    peak of the whole tree's summed PSS    {r['peak_total_pss'] / MiB:6.0f} MiB  (shared pages counted once)")
     if r["code"] not in (0, 1):
         print(r["stderr_tail"])
     print(f"load average at end: {os.getloadavg()[0]:.1f}")
