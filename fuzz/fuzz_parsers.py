@@ -7,7 +7,7 @@ Seeds: the golden files (good and damaged), the found fixtures, and files the wr
 (v2 segments of every codec, transactional and control batches, v0/v1 message sets of every
 legacy codec, indexes, checkpoints, producer snapshots, properties); segment seeds are cut to a
 few KB of whole batches (a parse costs per byte). The ``__consumer_offsets``,
-``__transaction_state`` and ``__cluster_metadata`` decoders get one record per input (control
+``__transaction_state``, ``__cluster_metadata`` and ``__remote_log_metadata`` decoders get one record per input (control
 type, key and value, ``encode_record``) through their ``decode_records``. A mutant is a seed put
 through a few structure-aware mutations (bit flips, byte sets, truncations, splices, length-field
 edits, zero fills, number swaps in text) and, half the time, its batch CRCs recomputed so the
@@ -65,6 +65,7 @@ DECODER_TOPICS = {
     "consumer_offsets": "__consumer_offsets",
     "transaction_state": "__transaction_state",
     "metadata_records": "__cluster_metadata",
+    "remote_log_metadata": "__remote_log_metadata",
 }
 # TransactionLogKey/Value records (v0; v1 flexible; v1 with tagged fields) made by
 # tests/test_internal_topics.py's encoders: no fixture holds __transaction_state.
@@ -254,6 +255,24 @@ def decode_record_input(data: bytes) -> tuple[str | None, bytes | None, bytes | 
     return (ctl.decode("utf-8", "replace") if ctl is not None else None), key, value
 
 
+def remote_log_metadata_values() -> list[bytes]:
+    """Every record type and state the writer builds from Kafka's definitions (no fixture holds
+    tiered storage; tests/test_remote_log_metadata.py judges these bytes with Kafka's serde)."""
+    from sample_data.writer import remote_log_metadata as w
+
+    tp, other = w.TopicIdPartition("orders", bytes(range(16)), 3), w.TopicIdPartition("zählung", bytes(range(100, 116)), 0)
+    seg_a, seg_b = bytes(range(1, 17)), bytes(range(31, 47))
+    return [
+        *w.copied_segment(tp, seg_a, 0, 299, broker=1, event_ms=1),
+        w.segment_metadata(tp, seg_b, 300, 499, broker=2, event_ms=5, max_timestamp_ms=4,
+                           leader_epochs=[(0, 300), (2, 350)], size=1 << 20, custom=b"\x00plugin"),
+        w.segment_update(tp, seg_b, w.COPY_SEGMENT_FINISHED, broker=2, event_ms=6, custom=b"x" * 20),
+        w.segment_update(tp, seg_a, w.DELETE_SEGMENT_STARTED, broker=2, event_ms=7),
+        w.segment_update(tp, seg_a, w.DELETE_SEGMENT_FINISHED, broker=2, event_ms=8),
+        *(w.partition_delete(other, s, broker=3, event_ms=9 + s) for s in range(3)),
+    ]  # fmt: skip
+
+
 def record_seeds(topic: str) -> list[bytes]:
     """Records of the fixtures' ``topic`` partitions (every file of the topic), as decoder inputs."""
     out: list[bytes] = []
@@ -265,6 +284,8 @@ def record_seeds(topic: str) -> list[bytes]:
     if topic == "__transaction_state":
         out += [encode_record(None, bytes.fromhex(k), bytes.fromhex(v)) for k, v in TXN_RECORDS]
         out.append(encode_record(None, bytes.fromhex(TXN_RECORDS[0][0]), None))  # a tombstone
+    if topic == "__remote_log_metadata":
+        out += [encode_record(None, None, v) for v in remote_log_metadata_values()]
     out = list(dict.fromkeys(out))
     return random.Random(topic).sample(out, MAX_RECORD_SEEDS) if len(out) > MAX_RECORD_SEEDS else out
 
@@ -486,6 +507,7 @@ def _decoder(kind: str) -> tuple[Callable, pa.Schema]:
         "consumer_offsets": "CONSUMER_OFFSETS_SCHEMA",
         "transaction_state": "TRANSACTIONS_SCHEMA",
         "metadata_records": "METADATA_RECORDS_SCHEMA",
+        "remote_log_metadata": "REMOTE_SEGMENTS_SCHEMA",
     }[kind]
     return mod.decode_records, getattr(mod, schema)
 

@@ -36,7 +36,7 @@ import pyarrow as pa
 from .common import Problem
 from .consumer_offsets import b64_size, decode_keyed_records, raw_hex
 from .kafka_messages import F, Message
-from .metadata_records import _type_name, decode_framed
+from .metadata_records import _short, _type_name, decode_framed
 
 SEGMENT_STATES = ("COPY_SEGMENT_STARTED", "COPY_SEGMENT_FINISHED", "DELETE_SEGMENT_STARTED", "DELETE_SEGMENT_FINISHED")
 PARTITION_DELETE_STATES = ("DELETE_PARTITION_MARKED", "DELETE_PARTITION_STARTED", "DELETE_PARTITION_FINISHED")
@@ -133,10 +133,11 @@ def sanity_check_segment(row: dict) -> str | None:
 def decode_record(key: bytes | None, value: bytes | None) -> tuple[dict, str | None]:
     """One record -> (row fields, damage detail or None). Never raises."""
     name, api_key, version, data, error = decode_framed(value, RECORDS, TYPE_NAMES, MAX_VERSIONS)
-    row: dict = {"record_type": name, "api_key": api_key if api_key >= 0 else None, "version": version if version >= 0 else None}
+    # a frame's apiKey/version are unsigned varints: one past a short is damage, kept null (not cast)
+    row: dict = {"record_type": name, "api_key": _short(api_key) if api_key >= 0 else None, "version": _short(version) if version >= 0 else None}
     if data is None:
         row["error"], row["raw_hex"] = error, raw_hex(key, value)
-        newer = api_key in RECORDS and version > MAX_VERSIONS[api_key]
+        newer = api_key in RECORDS and MAX_VERSIONS[api_key] < version <= 0x7FFF
         return row, None if newer else error
     _fill(row, api_key, data)
     if row["state_name"] is None:

@@ -181,6 +181,8 @@ def damaged_values() -> list[bytes]:
         w.segment_update(ORDERS, SEG_A, 9, broker=1, event_ms=T0),  # no such RemoteLogSegmentState
         w.partition_delete(ORDERS, 3, broker=1, event_ms=T0),  # no such RemotePartitionDeleteState
         w.frame(9, good[3:]),  # no such apiKey
+        w.frame(0x10000 + 1, good[3:]),  # an apiKey past a short (the fuzzer's first find: it crashed the decoder)
+        w.frame(1, good[3:], version=0x8000),  # a version past a short
         # RemoteLogSegmentMetadata's constructor checks
         seg(ORDERS, SEG_B, 5, 5, broker=1, event_ms=T0, max_timestamp_ms=T0, leader_epochs=[], size=1),
         seg(ORDERS, SEG_B, -1, 5, broker=1, event_ms=T0, max_timestamp_ms=T0, leader_epochs=[(0, 0)], size=1),
