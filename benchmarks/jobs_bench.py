@@ -72,6 +72,8 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("inputs", nargs="*", type=Path, default=[REPO.parent / "shared/fixtures/real-cluster/crash-only"])
     ap.add_argument("--repeat", type=int, default=3, help="passes of the jobs phase in one session (the first is cold)")
+    ap.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE",
+                    help="a runtime Spark SQL conf set after the start, for A/B runs (repeatable)")
     args = ap.parse_args()
 
     from jobs.findings import run as forensics
@@ -83,6 +85,8 @@ def main() -> None:
     spark = get_session("local[*]", input_bytes=size)
     spark.range(1).count()
     start = time.monotonic() - t0
+    for kv in args.conf:
+        spark.conf.set(*kv.split("=", 1))
     passes = []
     with tempfile.TemporaryDirectory(prefix="kf-jobs-bench-") as tmp:
         t = time.monotonic()
@@ -97,7 +101,7 @@ def main() -> None:
 
     print(f"input: {', '.join(map(str, args.inputs))} ({size / 1e6:.1f} MB); load average {os.getloadavg()[0]:.1f} "
           f"on {os.cpu_count()} cores")
-    print(f"Spark start + one count (in process): {start:.1f} s; ingest: {ingest:.1f} s")
+    print(f"Spark start + one count (in process): {start:.1f} s; ingest: {ingest:.1f} s; confs set: {args.conf or 'none'}")
     header = "".join(f"{'pass ' + str(i + 1) + (' (cold)' if i == 0 else ''):>18}" for i in range(len(passes)))
     print(f"\n{'stage':34}{header}")
     for i, (name, _, _) in enumerate(passes[0]):

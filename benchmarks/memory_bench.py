@@ -3,6 +3,8 @@
 Run:  python benchmarks/memory_bench.py              (~1 GiB segment; ingest+jobs take several minutes)
       python benchmarks/memory_bench.py --mib 64     (a quick smoke run)
       python benchmarks/memory_bench.py --command ingest   (ingest only, no forensic jobs)
+      python benchmarks/memory_bench.py --fixture ../shared/fixtures/real-cluster/clean-failover
+            (issue 17: a small collection as it is, analyzed with the heap the CLI sizes for it)
       python benchmarks/memory_bench.py --collection-gib 10 --driver-memory 1g
             (issue 20: a 3-broker collection of ~10 GiB analyzed with a 1 GB driver heap; needs
              ~10 GiB of free disk under $TMPDIR, and takes tens of minutes on 2 cores)
@@ -190,6 +192,8 @@ def main() -> None:
     ap.add_argument("--collection-gib", type=float, default=None,
                     help="instead of one segment: a 3-broker, 8-partition collection of about this many GiB in all")
     ap.add_argument("--driver-memory", default=None, help="KF_DRIVER_MEMORY for the CLI run (e.g. 1g)")
+    ap.add_argument("--fixture", type=Path, nargs="+", default=None,
+                    help="instead of generated data: analyze these input folders as they are")
     args = ap.parse_args()
 
     sys.path.insert(0, str(REPO))
@@ -197,6 +201,15 @@ def main() -> None:
 
     tmp = Path(tempfile.mkdtemp(prefix="kf-memory-bench-"))
     try:
+        if args.fixture:
+            from jobs.store.spark import input_bytes
+
+            size = input_bytes(args.fixture)
+            print(f"input: {', '.join(map(str, args.fixture))} ({size / 1e6:.1f} MB); driver memory: "
+                  f"{args.driver_memory or 'as the CLI sizes it'}; load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
+            report_cli(f"kafka-forensics {args.command}", run_cli(args.command, [p.resolve() for p in args.fixture], tmp / "out",
+                                                                  args.driver_memory))
+            return
         if args.collection_gib:
             collection(args, tmp, bulk)
             return

@@ -103,10 +103,11 @@ def dump_logs(dump_log, tmp_path_factory):
 @pytest.fixture(scope="session")
 def spark():
     """The one SparkSession of a test run (Spark takes ~10 s to start): local[2], sized as for a
-    small collection (what the tests feed it: no whole-stage codegen, quick JIT, 2 shuffle partitions),
+    small collection (what the tests feed it: no whole-stage codegen, quick JIT, 2 shuffle partitions;
+    the 1 GiB heap of a small collection, not a tiny one's 512 MiB: it runs every test's dataset),
     no catalog (catalog tests run the CLI in subprocesses, see jobs/store/catalog.py)."""
-    from jobs.store.spark import get_session
+    from jobs.store.spark import TINY_INPUT, get_session
 
-    session = get_session("local[2]", shuffle_partitions=2, app="kafka-forensics-tests", input_bytes=0)
+    session = get_session("local[2]", shuffle_partitions=2, app="kafka-forensics-tests", input_bytes=TINY_INPUT)
     yield session
     session.stop()

@@ -3,13 +3,14 @@ JVM and plan its queries as for a terabyte one, and the heap follows the input."
 
 from __future__ import annotations
 
-from jobs.store.spark import SMALL_INPUT, input_bytes, sized_confs
+from jobs.store.spark import SMALL_INPUT, TINY_INPUT, input_bytes, sized_confs
 
 
 def test_small_input_runs_light(monkeypatch):
     monkeypatch.delenv("KF_DRIVER_MEMORY", raising=False)
     c = sized_confs(400_000, cores=2)
-    assert c["spark.driver.memory"] == "1g"
+    assert c["spark.driver.memory"] == "512m"
+    assert sized_confs(TINY_INPUT, cores=2)["spark.driver.memory"] == "1g"
     assert c["spark.sql.shuffle.partitions"] == "2"
     assert c["spark.sql.codegen.wholeStage"] == "false"
     assert "TieredStopAtLevel=1" in c["spark.driver.extraJavaOptions"]

@@ -49,6 +49,7 @@ def catalog_confs(catalog_dir: Path) -> dict[str, str]:
 
 
 SMALL_INPUT = 256 << 20  # below this, Spark's fixed costs (JIT, codegen, tasks) dwarf the data
+TINY_INPUT = 32 << 20  # below this, a 512 MiB heap holds every job's data (the heap is most of the tree's RSS)
 
 
 def sized_confs(input_bytes: int | None, cores: int) -> dict[str, str]:
@@ -57,8 +58,11 @@ def sized_confs(input_bytes: int | None, cores: int) -> dict[str, str]:
     Why: on a small collection nearly all of an analysis is Spark's fixed cost per query, not data:
     Janino compiling whole-stage code for each of dozens of plans, C2 compiling Spark itself, a
     task per shuffle partition. Below ``SMALL_INPUT`` whole-stage codegen is off, the JVM stays on its
-    quick C1 compiler and shuffles use one partition per core; the heap follows the input (1 GiB for
-    small collections, 2 GiB plus 1 per 4 GiB of input up to 8 GiB), so a small run stays light.
+    quick C1 compiler and shuffles use one partition per core; the heap follows the input (512 MiB below
+    ``TINY_INPUT``, 1 GiB for other small collections, 2 GiB plus 1 per 4 GiB of input up to 8 GiB),
+    so a small run stays light: the serial collector lets the heap grow to its cap before it collects,
+    so the cap, not the data, sets the JVM's RSS (0.4 MB analyzed: 1434 MiB JVM RSS with 1 GiB,
+    954 MiB with 512 MiB, same wall time; ``benchmarks/memory_bench.py --fixture``).
     ``None`` (unknown size: tests, the catalog) keeps the big-data defaults. ``KF_DRIVER_MEMORY`` still wins.
     """
     small = input_bytes is not None and input_bytes < SMALL_INPUT
@@ -66,8 +70,9 @@ def sized_confs(input_bytes: int | None, cores: int) -> dict[str, str]:
         gib = 4
     else:
         gib = 1 if small else min(8, 2 + input_bytes // (4 << 30))
+    heap = "512m" if input_bytes is not None and input_bytes < TINY_INPUT else f"{gib}g"
     confs = {
-        "spark.driver.memory": os.environ.get("KF_DRIVER_MEMORY", f"{gib}g"),
+        "spark.driver.memory": os.environ.get("KF_DRIVER_MEMORY", heap),
         "spark.sql.shuffle.partitions": str(max(1, cores) if small else max(8, 4 * cores)),
     }
     if small:
