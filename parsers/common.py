@@ -8,8 +8,10 @@ with the contract's finding vocabulary, so one damaged file never stops a whole 
 from __future__ import annotations
 
 import errno
+import importlib.util
 import os
 import stat
+import sys
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
@@ -24,6 +26,23 @@ PROBLEM_SCHEMA = pa.schema(
         pa.field("detail", pa.string()),
     ]
 )
+
+
+def lazy_module(name: str):
+    """``name`` imported on its first attribute access (importlib's LazyLoader).
+
+    Why: the numba kernels cost ~100 MB of RSS and a few tenths of a second to import, and most
+    processes that import the parsers never parse a byte: the analysis driver only reads their
+    schemas, and a Spark worker running a job's pandas function reads none of them."""
+    if name in sys.modules:
+        return sys.modules[name]
+    spec = importlib.util.find_spec(name)
+    loader = importlib.util.LazyLoader(spec.loader)
+    spec.loader = loader
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    loader.exec_module(module)
+    return module
 
 
 @dataclass(frozen=True)

@@ -37,18 +37,19 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 
-from . import _kernels as K
 from .codecs import CODEC_MASK, CODEC_NONE, CodecError, decompress
-from .common import Problem
-from .headers import H
+from .common import Problem, lazy_module
+from .headers import V2_HEADER_SIZE, H
 from .kafka_messages import MessageError, read_uvarint
+
+K = lazy_module("parsers._kernels")  # numba: loaded by the first parse, not by a schema lookup
 
 TIMESTAMP_TYPE_MASK = 0x08
 TRANSACTIONAL_MASK = 0x10
 CONTROL_MASK = 0x20
 NO_SEQUENCE = -1
 NO_PRODUCER_ID = -1
-RECORD_BATCH_OVERHEAD = K.V2_HEADER_SIZE
+RECORD_BATCH_OVERHEAD = V2_HEADER_SIZE
 MIN_RECORD_SIZE = 7  # length, attributes, ts delta, offset delta, key len, value len, header count
 # ControlRecordType: transaction markers (0, 1) and KRaft's metadata-log control records (2..6)
 CONTROL_TYPE_NAMES = np.array(
@@ -56,14 +57,19 @@ CONTROL_TYPE_NAMES = np.array(
 )
 UNKNOWN_CONTROL = len(CONTROL_TYPE_NAMES) - 1
 
+# by the kernels' ERR_* names (looked up when a record fails, so the kernels load with the first parse)
 _ERRORS = {
-    K.ERR_VARINT: "varint longer than Kafka allows",
-    K.ERR_BOUNDS: "a length runs past the end of the batch",
-    K.ERR_RECORD_SIZE: "record length disagrees with the fields read (Invalid record size)",
-    K.ERR_NEGATIVE: "negative header count or header key size",
-    K.ERR_COUNT: "record count disagrees with the batch's bytes (Incorrect declared batch size)",
-    K.ERR_TOO_MANY: "record count larger than the batch's bytes can hold",
+    "ERR_VARINT": "varint longer than Kafka allows",
+    "ERR_BOUNDS": "a length runs past the end of the batch",
+    "ERR_RECORD_SIZE": "record length disagrees with the fields read (Invalid record size)",
+    "ERR_NEGATIVE": "negative header count or header key size",
+    "ERR_COUNT": "record count disagrees with the batch's bytes (Incorrect declared batch size)",
+    "ERR_TOO_MANY": "record count larger than the batch's bytes can hold",
 }
+
+
+def _error_text(code: int) -> str:
+    return next((text for name, text in _ERRORS.items() if getattr(K, name) == code), "undecodable record")
 
 
 def batch_columns(h: np.ndarray, positions: np.ndarray, sizes: np.ndarray, problems: list[Problem]) -> dict:
@@ -155,7 +161,7 @@ def _decode(src, bidx, starts, ends, h, cols, positions, problems, in_file):
             Problem(
                 int(positions[bidx[j]]),
                 "invalid_batch",
-                f"record {int(nrec[j])} of {int(counts[j])}: {_ERRORS.get(int(err[j]), 'undecodable record')}",
+                f"record {int(nrec[j])} of {int(counts[j])}: {_error_text(int(err[j]))}",
             )
         )
     out = out[:n]

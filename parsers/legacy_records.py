@@ -24,10 +24,11 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 
-from . import _kernels as K
 from .codecs import CODEC_MASK, CODEC_NONE, CodecError, decompress
-from .common import Problem
+from .common import Problem, lazy_module
 from .headers import HEADER_COLUMNS, KEY_LENGTH_OFFSET, RECORD_OVERHEAD_V0, RECORD_OVERHEAD_V1, H
+
+K = lazy_module("parsers._kernels")  # numba: loaded by the first parse, not by a schema lookup
 
 TIMESTAMP_TYPE_MASK = 0x08
 NO_TIMESTAMP = -1

@@ -25,11 +25,12 @@ import crc32c
 import numpy as np
 import pyarrow as pa
 
-from . import _kernels as K
 from . import default_records, legacy_records
 from .codecs import CODEC_MASK, codec_name
-from .common import Parsed, Problem, problems_table
+from .common import Parsed, Problem, lazy_module, problems_table
 from .headers import HEADER_COLUMNS, MAGIC_OFFSET, V2_ATTRIBUTES, H
+
+K = lazy_module("parsers._kernels")  # numba: loaded by the first parse, not by a schema lookup
 
 BIG_CRC = 512  # batches larger than this use the hardware CRC-32C library instead of the JIT loop
 CHUNK_BYTES = 32 << 20

@@ -40,3 +40,22 @@ def test_input_bytes_counts_regular_files_only(tmp_path):
     arc = tmp_path / "b2.tar"
     arc.write_bytes(b"z" * 500)
     assert input_bytes([tmp_path / "b1", arc]) == 1024 + 500
+
+
+def test_the_analysis_driver_does_not_load_the_numba_kernels():
+    """The driver reads the parsers' schemas, never parses a segment: importing what analyze imports
+    must not load numba (~100 MB of RSS in the driver); the first parse still loads the kernels."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\n"
+        "import analyzer.cli, analyzer.analyze, analyzer.report, jobs.store.tables, jobs.findings.run, jobs.ingest.run\n"
+        "print('numba' in sys.modules)\n"
+        "from parsers import segment\n"
+        "from sample_data.writer.records import BatchSpec, Record, encode_batches\n"
+        "got = segment.parse(encode_batches([BatchSpec(0, (Record(b'k', b'v', 1),))]), '0.log', records=True)\n"
+        "print('numba' in sys.modules, got.table.num_rows, got.extra['records'].num_rows)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split("\n")
+    assert out[:2] == ["False", "True 1 1"], out
