@@ -40,12 +40,14 @@ def main() -> None:
         with open(tmp / "stdout", "w") as out, open(tmp / "stderr", "w") as err:
             t0 = time.monotonic()
             proc = subprocess.Popen(cmd, cwd=tmp, stdout=out, stderr=err)
-            peak, stop = 0, threading.Event()
+            peak = peak_pss = 0
+            stop = threading.Event()
 
             def sample() -> None:
-                nonlocal peak
+                nonlocal peak, peak_pss
                 while not stop.wait(0.2):
                     peak = max(peak, _tree_rss(proc.pid))
+                    peak_pss = max(peak_pss, _tree_rss(proc.pid, "Pss"))
 
             sampler = threading.Thread(target=sample, daemon=True)
             sampler.start()
@@ -58,7 +60,11 @@ def main() -> None:
         table = text[text.rfind("\n", 0, at) + 1:] if at >= 0 else text[-3000:]  # from the closing table's own line
         print(" ".join(cmd[1:]).replace(str(tmp), "TMP"))
         print(table.rstrip() or "(no output)")
-        print(f"\nexit {code}; wall {wall:.0f} s ({wall / 60:.1f} min); peak RSS of the whole tree {peak / (1 << 20):.0f} MiB")
+        for line in text.splitlines():  # why a scenario failed, if one did (the table only says that it did)
+            if "analyze failed" in line and ":" in line.split("analyze failed", 1)[1]:
+                print(line.strip())
+        print(f"\nexit {code}; wall {wall:.0f} s ({wall / 60:.1f} min); peak RSS of the whole tree {peak / (1 << 20):.0f} MiB summed, "
+              f"{peak_pss / (1 << 20):.0f} MiB PSS (shared pages once; a just-forked child counts its parent's pages in RSS)")
         print(f"load average at start {load:.1f}, at end {os.getloadavg()[0]:.1f}, on {os.cpu_count()} cores "
               "(target: every scenario in <= 3 min on 2 cores)")
         if code not in (0, 1):

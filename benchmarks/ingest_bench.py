@@ -49,8 +49,9 @@ def child(master: str, src: Path, out: Path) -> None:
     spark.stop()
 
 
-def _tree_rss(pid: int) -> int:
-    """RSS (bytes) of ``pid`` and all its descendants, from /proc."""
+def _tree_rss(pid: int, field: str = "VmRSS") -> int:
+    """RSS (bytes) of ``pid`` and all its descendants, from /proc; ``field="Pss"``: their summed
+    proportional set size instead (shared pages counted once, from smaps_rollup)."""
     children: dict[int, list[int]] = {}
     for d in os.listdir("/proc"):
         if d.isdigit():
@@ -65,9 +66,9 @@ def _tree_rss(pid: int) -> int:
         p = todo.pop()
         todo += children.get(p, [])
         try:
-            with open(f"/proc/{p}/status") as f:
+            with open(f"/proc/{p}/status" if field == "VmRSS" else f"/proc/{p}/smaps_rollup") as f:
                 for line in f:
-                    if line.startswith("VmRSS:"):
+                    if line.startswith(f"{field}:"):
                         total += int(line.split()[1]) * 1024
         except OSError:
             continue

@@ -59,3 +59,14 @@ def test_the_analysis_driver_does_not_load_the_numba_kernels():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split("\n")
     assert out[:2] == ["False", "True 1 1"], out
+
+
+def test_the_session_forgets_finished_queries(spark):
+    """Spark's status store keeps every finished query's plan graph and metrics (1,000 by default),
+    UI or not: over the demo's dozen analyses in one session they filled the heap. The session
+    keeps a few."""
+    for i in range(60):
+        spark.range(i + 1).selectExpr("id * 2 AS x").agg({"x": "sum"}).collect()
+    spark.sparkContext._jsc.sc().listenerBus().waitUntilEmpty()
+    kept = spark._jsparkSession.sharedState().statusStore().executionsCount()
+    assert kept <= 20, kept
