@@ -182,9 +182,8 @@ def run(out: Path, names: list[str] | None, *, seed: int = 0, master: str = "loc
             if spark is None:  # one session for every scenario, not one JVM each
                 from jobs.store.spark import TINY_INPUT, get_session, input_bytes
 
-                # one session serves every scenario, sized as a small collection (1 GiB heap), not by
-                # the first one: benign-mix is 42 MB, and its jobs overflowed the 512 MiB heap the
-                # first, tiny scenario would size (full GCs slowed each scenario more than the last)
+                # one session serves every scenario (up to 42 MB: benign-mix), so it is sized as a
+                # small collection (1 GiB heap), not by the first one, which may be tiny (512 MiB)
                 spark = get_session(master, input_bytes=max(input_bytes([path]), TINY_INPUT))
             result = out / "_analysis" / name
             print("  analyze:", file=stream)
@@ -196,9 +195,11 @@ def run(out: Path, names: list[str] | None, *, seed: int = 0, master: str = "loc
                 print(f"  analyze failed: {type(exc).__name__}: {exc}", file=stream)
                 rows.append((name, "analyze failed", "no", "-"))
                 continue
-            # the finished analysis's DataFrames may sit in Python reference cycles, and each holds
-            # its query plan in the JVM until Python drops it: drop them before the next scenario
-            gc.collect()
+            finally:
+                # the analysis's DataFrames may sit in Python reference cycles, and each holds its
+                # query plan in the JVM until Python drops it: drop them before the next scenario
+                spark.catalog.clearCache()
+                gc.collect()
             ok = _compare(truth, result / "findings.json", stream)
             bad += not ok
             rows.append((name, verdict(result / "findings.json"), "yes" if ok else "NO", str(result / "report.html")))

@@ -75,6 +75,8 @@ def main() -> None:
     ap.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE",
                     help="a runtime Spark SQL conf set after the start, for A/B runs (repeatable)")
     args = ap.parse_args()
+    if any("=" not in kv for kv in args.conf):
+        ap.error("--conf takes KEY=VALUE")
 
     from jobs.findings import run as forensics
     from jobs.ingest.run import staged_ingest

@@ -257,7 +257,8 @@ def decode_record_input(data: bytes) -> tuple[str | None, bytes | None, bytes | 
 
 def remote_log_metadata_values() -> list[bytes]:
     """Every record type and state the writer builds from Kafka's definitions (no fixture holds
-    tiered storage; tests/test_remote_log_metadata.py judges these bytes with Kafka's serde)."""
+    tiered storage; tests/test_remote_log_metadata.py judges the same writer's records, of the same
+    shapes, with Kafka's own serde)."""
     from sample_data.writer import remote_log_metadata as w
 
     tp, other = w.TopicIdPartition("orders", bytes(range(16)), 3), w.TopicIdPartition("zählung", bytes(range(100, 116)), 0)

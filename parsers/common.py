@@ -8,10 +8,9 @@ with the contract's finding vocabulary, so one damaged file never stops a whole 
 from __future__ import annotations
 
 import errno
-import importlib.util
+import importlib
 import os
 import stat
-import sys
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
@@ -28,21 +27,21 @@ PROBLEM_SCHEMA = pa.schema(
 )
 
 
-def lazy_module(name: str):
-    """``name`` imported on its first attribute access (importlib's LazyLoader).
+class lazy_module:  # noqa: N801  (used as a module: ``K = lazy_module(...)``, then ``K.scan``)
+    """The module ``name``, imported on its first attribute access.
 
     Why: the numba kernels cost ~100 MB of RSS and a few tenths of a second to import, and most
     processes that import the parsers never parse a byte: the analysis driver only reads their
-    schemas, and a Spark worker running a job's pandas function reads none of them."""
-    if name in sys.modules:
-        return sys.modules[name]
-    spec = importlib.util.find_spec(name)
-    loader = importlib.util.LazyLoader(spec.loader)
-    spec.loader = loader
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    loader.exec_module(module)
-    return module
+    schemas, and a Spark worker running a job's pandas function reads none of them. A plain
+    ``import_module`` per access (a ``sys.modules`` lookup once loaded) rather than importlib's
+    LazyLoader: an import interrupted half-way (a fuzz input's alarm, Ctrl-C) is retried on the
+    next access instead of leaving a half-initialised module behind, under the import lock."""
+
+    def __init__(self, name: str) -> None:
+        self._name = name
+
+    def __getattr__(self, attr: str):
+        return getattr(importlib.import_module(self._name), attr)
 
 
 @dataclass(frozen=True)

@@ -56,7 +56,7 @@ def test_a_record_input_round_trips_and_any_bytes_decode():
 
 def test_decoder_seeds_hold_real_records():
     seeds = fuzz_parsers.load_seeds()
-    for kind in ("consumer_offsets", "transaction_state", "metadata_records"):
+    for kind in ("consumer_offsets", "transaction_state", "metadata_records", "remote_log_metadata"):
         keys = [fuzz_parsers.decode_record_input(s)[2] for s in seeds[kind]]
         assert sum(v is not None and len(v) > 8 for v in keys) >= 3, kind
 

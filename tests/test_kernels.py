@@ -32,3 +32,20 @@ def test_sha256_many(fn):
     for i, n in enumerate(LENGTHS):
         assert out[i].tobytes() == hashlib.sha256(DATA[pos[i] : pos[i] + n].tobytes()).digest(), n
     assert not out[-1].any()  # null (length -1) is left untouched
+
+
+def test_the_lazy_kernels_module_retries_an_interrupted_import(tmp_path, monkeypatch):
+    """The parsers load the kernels on first use (``lazy_module``). An import cut short (a fuzz
+    input's alarm, Ctrl-C) must leave nothing half-initialised: the next access imports again."""
+    from parsers.common import lazy_module
+
+    (tmp_path / "kf_flaky_kernels.py").write_text(
+        "import os\nif os.environ.get('KF_FLAKY') == '1':\n    raise KeyboardInterrupt\nVALUE = 7\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setenv("KF_FLAKY", "1")
+    m = lazy_module("kf_flaky_kernels")
+    with pytest.raises(KeyboardInterrupt):
+        _ = m.VALUE
+    monkeypatch.setenv("KF_FLAKY", "0")
+    assert m.VALUE == 7

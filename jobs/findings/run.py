@@ -25,15 +25,17 @@ def run(spark: SparkSession, out: Path, ledger: Path | None = None, stage: Calla
     writes findings.json). ``stage`` is told the
     name of each step as it starts (``jobs.ingest.progress.Stages``)."""
     case = Case.open(spark, out, ledger, stage=stage)
-    found = []
-    for detector in DETECTORS:
-        stage(f"findings: {detector.__name__.rsplit('.', 1)[-1]}")
-        found += detector.find(case)
-    findings = finalize(found)
-    stage("findings: writing")
-    write_table(spark.createDataFrame(to_rows(findings), FINDINGS_SCHEMA).coalesce(1), out, "findings")
-    # after the findings: each truncation names the finding whose records it destroys
-    stage("restart preview")
-    write_table(restart_preview.build(case, findings).coalesce(1), out, "restart_preview")
-    case.close()
+    try:
+        found = []
+        for detector in DETECTORS:
+            stage(f"findings: {detector.__name__.rsplit('.', 1)[-1]}")
+            found += detector.find(case)
+        findings = finalize(found)
+        stage("findings: writing")
+        write_table(spark.createDataFrame(to_rows(findings), FINDINGS_SCHEMA).coalesce(1), out, "findings")
+        # after the findings: each truncation names the finding whose records it destroys
+        stage("restart preview")
+        write_table(restart_preview.build(case, findings).coalesce(1), out, "restart_preview")
+    finally:  # a failed run in a session that goes on (the demo, the tests) leaves nothing cached
+        case.close()
     return findings
