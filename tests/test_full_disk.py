@@ -112,3 +112,24 @@ def test_output_filesystem_filling_mid_run_keeps_the_previous_dir(tmp_path):
         assert "no space left" in line and f"the previous {out} is unchanged" in line
         assert _tree(out) == before
         assert sorted(p.name for p in fs.iterdir()) == ["incident"], "a staging sibling was left"
+
+
+def test_a_heap_too_small_is_one_line_and_leaves_no_dir(tmp_path):
+    """A collection whose jobs outgrow the heap (zstd batches hold ~4x the records per byte the heap
+    is sized by; 512 MiB is Spark's 300 MiB reserve and little more) ends as one line naming the heap
+    and KF_DRIVER_MEMORY, exit 2: no Java stack trace, and no DIR (the catalog's table folders,
+    made at their final location, used to be left behind as an empty tree)."""
+    from sample_data.writer.bulk import generate
+
+    g = generate(tmp_path / "in", brokers=3, partitions=8, records=32_000, codec="zstd", seed=3)
+    out = tmp_path / "out"
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "KF_DRIVER_MEMORY": "512m"}
+    run = subprocess.run([*CLI, "analyze", *map(str, g.brokers), "--out", str(out), "--format", "json"], cwd=tmp_path,
+                         env=env, capture_output=True, text=True, timeout=600)
+    assert run.returncode == 2, run.stderr[-3000:]
+    lines = [line for line in run.stderr.splitlines() if line.strip()]
+    assert lines and lines[-1].startswith("kafka-forensics: Spark ran out of memory with a 512m heap"), run.stderr[-3000:]
+    assert "KF_DRIVER_MEMORY=" in lines[-1] and f"nothing was written to {out}" in lines[-1]
+    assert "Traceback" not in run.stderr and "\tat " not in run.stderr, run.stderr[-3000:]
+    assert not out.exists(), sorted(p.relative_to(out).as_posix() for p in out.rglob("*"))[:20]
+    assert not list(tmp_path.glob("out.tmp-*"))

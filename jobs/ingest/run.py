@@ -79,10 +79,11 @@ def staged_ingest(inputs: list[Path], out: Path, master: str = "local[*]", paylo
     inputs = [Path(p) for p in inputs]
     from jobs.store.spark import input_bytes
 
+    existed = Path(out).is_dir()
     with staged_output(out, need=lambda: input_bytes(inputs)) as tmp:
         found = discover_inputs(inputs, tmp, focus)
         from jobs.store import catalog
-        from jobs.store.spark import get_session, is_remote_url, stop_jvm
+        from jobs.store.spark import OutOfMemory, get_session, is_remote_url, out_of_memory, stop_jvm
 
         from .pipeline import ingest
 
@@ -108,6 +109,14 @@ def staged_ingest(inputs: list[Path], out: Path, master: str = "local[*]", paylo
                 logging.disable(logging.CRITICAL)  # py4j logs each call the dead JVM breaks
                 stop_jvm()
                 raise OSError(code, os.strerror(code)) from None  # its text came from the JVM, now gone
+            if spark is None and out_of_memory(exc):
+                heap = session.conf.get("spark.driver.memory", "?")
+                logging.disable(logging.CRITICAL)
+                stop_jvm()
+                kept = f"the previous {out} is unchanged" if existed else f"nothing was written to {out}"
+                raise OutOfMemory(f"Spark ran out of memory with a {heap} heap (sized from the input's {size / 1e6:.1f} MB "
+                                  "on disk; compressed batches hold more records per byte): run again with a larger one, "
+                                  f"e.g. KF_DRIVER_MEMORY=4g; {kept}") from None
             raise
         finally:
             if spark is None and is_remote_url(master):

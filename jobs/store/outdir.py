@@ -160,6 +160,19 @@ def _prepare(out: Path, need: Callable[[], int] | None, existed: bool) -> Path:
     return tmp
 
 
+def _drop_skeleton(out: Path) -> None:
+    """Remove ``out`` if it holds folders and no file: a run that failed before its swap leaves no
+    DIR behind. (The catalog declares each table at its final location, and Hive makes the
+    location's folder when it is missing: without this, a failed first run left DIR as a tree of
+    empty table folders.) A file in it means someone else wrote there: left alone."""
+    try:
+        if not out.is_dir() or out.is_symlink() or any(f for _, _, files in os.walk(out) for f in files):
+            return
+    except OSError:
+        return
+    shutil.rmtree(out, ignore_errors=True)
+
+
 @contextlib.contextmanager
 def staged_output(out: Path, need: Callable[[], int] | None = None) -> Iterator[Path]:
     """Yield a fresh sibling of ``out`` to build in; swap it in when the block succeeds.
@@ -178,6 +191,8 @@ def staged_output(out: Path, need: Callable[[], int] | None = None) -> Iterator[
         swap_in(tmp, out)
     except BaseException as exc:
         shutil.rmtree(tmp, ignore_errors=True)
+        if not existed:
+            _drop_skeleton(out)
         if (code := no_room(exc)) is not None:
             raise _cannot_write(out, _NO_ROOM[code], need, existed) from None
         raise

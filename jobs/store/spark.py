@@ -258,6 +258,26 @@ def _cores(master: str) -> int:
     if master.startswith("local[") and master[6:-1].isdigit():
         return int(master[6:-1])
     return os.cpu_count() or 1
+class OutOfMemory(ValueError):
+    """Spark ran out of heap: one line naming the heap and how to give it more (the CLI exits 2:
+    what the run needed was not there, as for a full disk), never a JVM stack trace."""
+
+
+# what the JVM says, through py4j, when the heap is too small for a job
+_OUT_OF_MEMORY = ("java.lang.OutOfMemoryError", "Not enough memory to build and broadcast")
+
+
+def out_of_memory(exc: BaseException) -> bool:
+    """Whether ``exc`` (a py4j error carrying the JVM's text) says the heap ran out."""
+    if not isinstance(exc, Exception):
+        return False
+    try:
+        said = str(exc)  # a py4j error asks its JVM for the text
+    except Exception:
+        return False
+    return any(s in said for s in _OUT_OF_MEMORY)
+
+
 class Interrupted(BaseException):
     """Ctrl-C during a command that runs Spark. A BaseException like KeyboardInterrupt, so no
     ``except Exception`` swallows it, but not one: py4j logs every KeyboardInterrupt it sees
