@@ -125,13 +125,19 @@ def no_room(exc: BaseException) -> int | None:
     C library's words for the same errnos are looked for in it."""
     if isinstance(exc, OSError):
         return exc.errno if exc.errno in _NO_ROOM else None
+    said = error_text(exc)
+    return None if said is None else next((code for code in _NO_ROOM if os.strerror(code) in said), None)
+
+
+def error_text(exc: BaseException) -> str | None:
+    """What ``exc`` says (a py4j error asks its JVM for the text; a dead JVM cannot answer: None).
+    Interrupts and exits are not errors to read."""
     if not isinstance(exc, Exception):
         return None
     try:
-        said = str(exc)  # a py4j error asks its JVM for the text
+        return str(exc)
     except Exception:
         return None
-    return next((code for code in _NO_ROOM if os.strerror(code) in said), None)
 
 
 def _cannot_write(out: Path, why: str, need: Callable[[], int] | None, existed: bool) -> OutputError:

@@ -269,13 +269,10 @@ _OUT_OF_MEMORY = ("java.lang.OutOfMemoryError", "Not enough memory to build and 
 
 def out_of_memory(exc: BaseException) -> bool:
     """Whether ``exc`` (a py4j error carrying the JVM's text) says the heap ran out."""
-    if not isinstance(exc, Exception):
-        return False
-    try:
-        said = str(exc)  # a py4j error asks its JVM for the text
-    except Exception:
-        return False
-    return any(s in said for s in _OUT_OF_MEMORY)
+    from .outdir import error_text
+
+    said = error_text(exc)
+    return said is not None and any(s in said for s in _OUT_OF_MEMORY)
 
 
 class Interrupted(BaseException):
