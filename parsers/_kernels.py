@@ -14,7 +14,14 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, types
 
-from .headers import (  # layouts and header-matrix columns: one leaf module
+from .headers import (  # layouts, header-matrix columns and error codes: one leaf module
+    ERR_BOUNDS,
+    ERR_COUNT,
+    ERR_NEGATIVE,
+    ERR_NONE,
+    ERR_RECORD_SIZE,
+    ERR_TOO_MANY,
+    ERR_VARINT,
     HEADER_SIZE_UP_TO_MAGIC,
     LEGACY_ATTRIBUTES,
     LEGACY_CRC,
@@ -236,13 +243,7 @@ def read_headers(buf, pos, size, big_crc, crcc_table, crc32_table, h):
 
 # ---------------------------------------------------------------------------- v2 records
 
-ERR_NONE = 0
-ERR_VARINT = 1  # varint longer than Kafka allows
-ERR_BOUNDS = 2  # a length runs past the end of the batch
-ERR_RECORD_SIZE = 3  # record length disagrees with the fields read
-ERR_NEGATIVE = 4  # negative length where Kafka forbids it
-ERR_COUNT = 5  # fewer records than the header's count, or bytes left over
-ERR_TOO_MANY = 6  # output capacity exhausted (count larger than the bytes can hold)
+# the ERR_* codes decode_v2 reports per batch live in headers.py (default_records names them)
 
 
 @njit(cache=True, inline="always")

@@ -33,15 +33,18 @@ class lazy_module:  # noqa: N801  (used as a module: ``K = lazy_module(...)``, t
     Why: the numba kernels cost ~100 MB of RSS and a few tenths of a second to import, and most
     processes that import the parsers never parse a byte: the analysis driver only reads their
     schemas, and a Spark worker running a job's pandas function reads none of them. A plain
-    ``import_module`` per access (a ``sys.modules`` lookup once loaded) rather than importlib's
-    LazyLoader: an import interrupted half-way (a fuzz input's alarm, Ctrl-C) is retried on the
-    next access instead of leaving a half-initialised module behind, under the import lock."""
+    ``import_module`` on first use rather than importlib's LazyLoader: an import interrupted
+    half-way (a fuzz input's alarm, Ctrl-C) is retried on the next access instead of leaving a
+    half-initialised module behind, under the import lock. Each attribute read is then kept on
+    this object, so later reads (some per batch) are plain attribute lookups."""
 
     def __init__(self, name: str) -> None:
         self._name = name
 
-    def __getattr__(self, attr: str):
-        return getattr(importlib.import_module(self._name), attr)
+    def __getattr__(self, attr: str):  # only for attributes not kept yet
+        value = getattr(importlib.import_module(self._name), attr)
+        setattr(self, attr, value)
+        return value
 
 
 @dataclass(frozen=True)

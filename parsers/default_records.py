@@ -39,7 +39,7 @@ import pyarrow as pa
 
 from .codecs import CODEC_MASK, CODEC_NONE, CodecError, decompress
 from .common import Problem, lazy_module
-from .headers import V2_HEADER_SIZE, H
+from .headers import ERR_BOUNDS, ERR_COUNT, ERR_NEGATIVE, ERR_RECORD_SIZE, ERR_TOO_MANY, ERR_VARINT, V2_HEADER_SIZE, H
 from .kafka_messages import MessageError, read_uvarint
 
 K = lazy_module("parsers._kernels")  # numba: loaded by the first parse, not by a schema lookup
@@ -57,19 +57,14 @@ CONTROL_TYPE_NAMES = np.array(
 )
 UNKNOWN_CONTROL = len(CONTROL_TYPE_NAMES) - 1
 
-# by the kernels' ERR_* names (looked up when a record fails, so the kernels load with the first parse)
 _ERRORS = {
-    "ERR_VARINT": "varint longer than Kafka allows",
-    "ERR_BOUNDS": "a length runs past the end of the batch",
-    "ERR_RECORD_SIZE": "record length disagrees with the fields read (Invalid record size)",
-    "ERR_NEGATIVE": "negative header count or header key size",
-    "ERR_COUNT": "record count disagrees with the batch's bytes (Incorrect declared batch size)",
-    "ERR_TOO_MANY": "record count larger than the batch's bytes can hold",
+    ERR_VARINT: "varint longer than Kafka allows",
+    ERR_BOUNDS: "a length runs past the end of the batch",
+    ERR_RECORD_SIZE: "record length disagrees with the fields read (Invalid record size)",
+    ERR_NEGATIVE: "negative header count or header key size",
+    ERR_COUNT: "record count disagrees with the batch's bytes (Incorrect declared batch size)",
+    ERR_TOO_MANY: "record count larger than the batch's bytes can hold",
 }
-
-
-def _error_text(code: int) -> str:
-    return next((text for name, text in _ERRORS.items() if getattr(K, name) == code), "undecodable record")
 
 
 def batch_columns(h: np.ndarray, positions: np.ndarray, sizes: np.ndarray, problems: list[Problem]) -> dict:
@@ -161,7 +156,7 @@ def _decode(src, bidx, starts, ends, h, cols, positions, problems, in_file):
             Problem(
                 int(positions[bidx[j]]),
                 "invalid_batch",
-                f"record {int(nrec[j])} of {int(counts[j])}: {_error_text(int(err[j]))}",
+                f"record {int(nrec[j])} of {int(counts[j])}: {_ERRORS.get(int(err[j]), 'undecodable record')}",
             )
         )
     out = out[:n]

@@ -88,3 +88,14 @@ class H(IntEnum):
 
 
 HEADER_COLUMNS = len(H)
+
+
+# The v2 record decoder's per-batch error codes (``_kernels.decode_v2`` reports them,
+# ``default_records`` words them): here so that wording them does not load the kernels.
+ERR_NONE = 0
+ERR_VARINT = 1  # varint longer than Kafka allows
+ERR_BOUNDS = 2  # a length runs past the end of the batch
+ERR_RECORD_SIZE = 3  # record length disagrees with the fields read
+ERR_NEGATIVE = 4  # negative length where Kafka forbids it
+ERR_COUNT = 5  # fewer records than the header's count, or bytes left over
+ERR_TOO_MANY = 6  # output capacity exhausted (count larger than the bytes can hold)

@@ -26,7 +26,7 @@ import pyarrow as pa
 
 from .codecs import CODEC_MASK, CODEC_NONE, CodecError, decompress
 from .common import Problem, lazy_module
-from .headers import HEADER_COLUMNS, KEY_LENGTH_OFFSET, RECORD_OVERHEAD_V0, RECORD_OVERHEAD_V1, H
+from .headers import HEADER_COLUMNS, KEY_LENGTH_OFFSET, LOG_OVERHEAD, RECORD_OVERHEAD_V0, RECORD_OVERHEAD_V1, H
 
 K = lazy_module("parsers._kernels")  # numba: loaded by the first parse, not by a schema lookup
 
@@ -50,7 +50,7 @@ def batch_columns(buf, h, positions, sizes, problems, want_records=False) -> dic
     count = np.ones(n, np.int64)
     max_ts = h[:, H.MAX_TIMESTAMP].copy()
     pieces = []
-    bad_shape = legacy & ((magic < 0) | (h[:, H.KEY_LENGTH] == -2) | (h[:, H.VALUE_LENGTH] <= -2) | (sizes < K.LOG_OVERHEAD + np.where(magic == 1, RECORD_OVERHEAD_V1, RECORD_OVERHEAD_V0)))
+    bad_shape = legacy & ((magic < 0) | (h[:, H.KEY_LENGTH] == -2) | (h[:, H.VALUE_LENGTH] <= -2) | (sizes < LOG_OVERHEAD + np.where(magic == 1, RECORD_OVERHEAD_V1, RECORD_OVERHEAD_V0)))
     for i in np.nonzero(bad_shape)[0]:
         problems.append(
             Problem(int(positions[i]), "invalid_batch", f"malformed v{int(magic[i])} message: key/value lengths do not fit its size {int(sizes[i])}" if magic[i] >= 0 else f"magic {int(magic[i])} is not a known message format")
@@ -116,7 +116,7 @@ def _piece(src, batch_index, msg_pos, magic, offsets, timestamps, klen, vpos, vl
 def _inner(data: bytes, wrapper_index: int, wh: np.ndarray, wmagic: int, wts_type: int, wpos: int, problems) -> dict | None:
     """Read the message set inside a compressed wrapper and apply Kafka's inner-offset rules."""
     src = np.frombuffer(data, np.uint8) if data else np.zeros(0, np.uint8)
-    cap = len(data) // (K.LOG_OVERHEAD + RECORD_OVERHEAD_V0) + 1
+    cap = len(data) // (LOG_OVERHEAD + RECORD_OVERHEAD_V0) + 1
     pos = np.empty(cap, np.int64)
     size = np.empty(cap, np.int64)
     n, nxt, stop = K.scan(src, 0, src.shape[0], src.shape[0], cap, pos, size)

@@ -28,7 +28,7 @@ import pyarrow as pa
 from . import default_records, legacy_records
 from .codecs import CODEC_MASK, codec_name
 from .common import Parsed, Problem, lazy_module, problems_table
-from .headers import HEADER_COLUMNS, MAGIC_OFFSET, V2_ATTRIBUTES, H
+from .headers import HEADER_COLUMNS, LOG_OVERHEAD, MAGIC_OFFSET, RECORD_OVERHEAD_V0, V2_ATTRIBUTES, V2_HEADER_SIZE, H
 
 K = lazy_module("parsers._kernels")  # numba: loaded by the first parse, not by a schema lookup
 
@@ -146,7 +146,7 @@ def _stop_problem(buf: np.ndarray, pos: int, end: int, stop: int, problems: list
                 pos,
                 "invalid_batch",
                 f"the file does not look like a Kafka segment: {foreign}, and read as a batch its length {size} "
-                f"would run {pos + K.LOG_OVERHEAD + size - end} bytes past the end of the file ({end}); "
+                f"would run {pos + LOG_OVERHEAD + size - end} bytes past the end of the file ({end}); "
                 f"not a torn write. Kafka stops reading here and recovery truncates all {rest} bytes",
             )
         )
@@ -159,13 +159,13 @@ def _stop_problem(buf: np.ndarray, pos: int, end: int, stop: int, problems: list
             Problem(
                 pos,
                 "invalid_batch",
-                f"Found record size {size} smaller than minimum record overhead ({K.RECORD_OVERHEAD_V0}); "
+                f"Found record size {size} smaller than minimum record overhead ({RECORD_OVERHEAD_V0}); "
                 f"Kafka's reader throws here and recovery truncates the remaining {rest} bytes"
                 + (f" (the file does not look like a Kafka segment: {foreign})" if foreign else ""),
             )
         )
     elif stop == K.STOP_PAST_EOF:
-        over = pos + K.LOG_OVERHEAD + size - end
+        over = pos + LOG_OVERHEAD + size - end
         problems.append(
             Problem(
                 pos,
@@ -185,10 +185,10 @@ def _impossible_first_header(buf: np.ndarray, end: int) -> str | None:
     or an unknown codec; a v0/v1 attribute byte with bits Kafka never sets) means the file is
     not a segment at all.
     """
-    magic = int(buf[K.MAGIC_OFFSET].view(np.int8))
+    magic = int(buf[MAGIC_OFFSET].view(np.int8))
     if magic not in (0, 1, 2):
-        return f"the magic byte at position {K.MAGIC_OFFSET} is {magic}, not 0, 1 or 2"
-    if magic == 2 and end >= K.V2_HEADER_SIZE:
+        return f"the magic byte at position {MAGIC_OFFSET} is {magic}, not 0, 1 or 2"
+    if magic == 2 and end >= V2_HEADER_SIZE:
         attributes, last_offset_delta = np.frombuffer(buf[21:27].tobytes(), np.dtype([("a", ">i2"), ("d", ">i4")]))[0]
         count = int(np.frombuffer(buf[57:61].tobytes(), ">i4")[0])
         if last_offset_delta < 0 or count < 0 or (attributes & CODEC_MASK) > 4:
@@ -196,8 +196,8 @@ def _impossible_first_header(buf: np.ndarray, end: int) -> str | None:
                 f"its v2 header is impossible (lastOffsetDelta {int(last_offset_delta)}, record count {count}, "
                 f"codec id {int(attributes) & CODEC_MASK})"
             )
-    if magic < 2 and end > K.MAGIC_OFFSET + 1:
-        attributes = int(buf[K.MAGIC_OFFSET + 1])
+    if magic < 2 and end > MAGIC_OFFSET + 1:
+        attributes = int(buf[MAGIC_OFFSET + 1])
         allowed = CODEC_MASK | (legacy_records.TIMESTAMP_TYPE_MASK if magic == 1 else 0)
         if attributes & ~allowed or (attributes & CODEC_MASK) > 3:
             return f"its v{magic} message attributes 0x{attributes:02x} set bits no Kafka writer sets"
@@ -214,7 +214,7 @@ def _decode_chunk(buf, positions, sizes, records, payloads, problems, prev_last,
     for i in big:  # few and large: the hardware CRC wins
         p, s = int(positions[i]), int(sizes[i])
         if is_v2[i]:
-            if s >= K.V2_HEADER_SIZE:
+            if s >= V2_HEADER_SIZE:
                 h[i, H.COMPUTED_CRC] = crc32c.crc32c(buf[p + V2_ATTRIBUTES : p + s])
         else:
             h[i, H.COMPUTED_CRC] = zlib.crc32(buf[p + MAGIC_OFFSET : p + s])
