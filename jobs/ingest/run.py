@@ -105,14 +105,13 @@ def staged_ingest(inputs: list[Path], out: Path, master: str = "local[*]", paylo
                 registrar.finish()
         except Exception as exc:
             code = no_room(exc)
-            if spark is None and code is not None:  # the tasks still running write into tmp: stop them first
+            if spark is None and (code is not None or out_of_memory(exc)):
+                heap = session.conf.get("spark.driver.memory", "?") if code is None else None  # while the JVM is there
+                # the tasks still running write into tmp: stop them first
                 logging.disable(logging.CRITICAL)  # py4j logs each call the dead JVM breaks
                 stop_jvm()
-                raise OSError(code, os.strerror(code)) from None  # its text came from the JVM, now gone
-            if spark is None and out_of_memory(exc):
-                heap = session.conf.get("spark.driver.memory", "?")
-                logging.disable(logging.CRITICAL)
-                stop_jvm()
+                if code is not None:
+                    raise OSError(code, os.strerror(code)) from None  # its text came from the JVM, now gone
                 kept = f"the previous {out} is unchanged" if existed else f"nothing was written to {out}"
                 raise OutOfMemory(f"Spark ran out of memory with a {heap} heap (sized from the input's {size / 1e6:.1f} MB "
                                   "on disk; compressed batches hold more records per byte): run again with a larger one, "

@@ -258,6 +258,8 @@ def _cores(master: str) -> int:
     if master.startswith("local[") and master[6:-1].isdigit():
         return int(master[6:-1])
     return os.cpu_count() or 1
+
+
 class OutOfMemory(ValueError):
     """Spark ran out of heap: one line naming the heap and how to give it more (the CLI exits 2:
     what the run needed was not there, as for a full disk), never a JVM stack trace."""
