@@ -255,25 +255,6 @@ def decode_record_input(data: bytes) -> tuple[str | None, bytes | None, bytes | 
     return (ctl.decode("utf-8", "replace") if ctl is not None else None), key, value
 
 
-def remote_log_metadata_values() -> list[bytes]:
-    """Every record type and state the writer builds from Kafka's definitions (no fixture holds
-    tiered storage; tests/test_remote_log_metadata.py judges the same writer's records, of the same
-    shapes, with Kafka's own serde)."""
-    from sample_data.writer import remote_log_metadata as w
-
-    tp, other = w.TopicIdPartition("orders", bytes(range(16)), 3), w.TopicIdPartition("zählung", bytes(range(100, 116)), 0)
-    seg_a, seg_b = bytes(range(1, 17)), bytes(range(31, 47))
-    return [
-        *w.copied_segment(tp, seg_a, 0, 299, broker=1, event_ms=1),
-        w.segment_metadata(tp, seg_b, 300, 499, broker=2, event_ms=5, max_timestamp_ms=4,
-                           leader_epochs=[(0, 300), (2, 350)], size=1 << 20, custom=b"\x00plugin"),
-        w.segment_update(tp, seg_b, w.COPY_SEGMENT_FINISHED, broker=2, event_ms=6, custom=b"x" * 20),
-        w.segment_update(tp, seg_a, w.DELETE_SEGMENT_STARTED, broker=2, event_ms=7),
-        w.segment_update(tp, seg_a, w.DELETE_SEGMENT_FINISHED, broker=2, event_ms=8),
-        *(w.partition_delete(other, s, broker=3, event_ms=9 + s) for s in range(3)),
-    ]  # fmt: skip
-
-
 def record_seeds(topic: str) -> list[bytes]:
     """Records of the fixtures' ``topic`` partitions (every file of the topic), as decoder inputs."""
     out: list[bytes] = []
@@ -286,7 +267,9 @@ def record_seeds(topic: str) -> list[bytes]:
         out += [encode_record(None, bytes.fromhex(k), bytes.fromhex(v)) for k, v in TXN_RECORDS]
         out.append(encode_record(None, bytes.fromhex(TXN_RECORDS[0][0]), None))  # a tombstone
     if topic == "__remote_log_metadata":
-        out += [encode_record(None, None, v) for v in remote_log_metadata_values()]
+        from sample_data.writer.remote_log_metadata import every_kind  # no fixture holds tiered storage
+
+        out += [encode_record(None, None, v) for v in every_kind(1)]
     out = list(dict.fromkeys(out))
     return random.Random(topic).sample(out, MAX_RECORD_SEEDS) if len(out) > MAX_RECORD_SEEDS else out
 

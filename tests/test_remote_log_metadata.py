@@ -22,7 +22,6 @@ from sample_data.writer.records import BatchSpec, Record, encode_batches
 
 T0 = 1_735_689_600_000
 ORDERS = w.TopicIdPartition("orders", bytes(range(16)), 3)
-UNICODE = w.TopicIdPartition("zählung.ü", bytes(range(100, 116)), 0)
 SEG_A, SEG_B = bytes(range(1, 17)), bytes(range(31, 47))
 
 ORACLE_JAVA = r"""
@@ -117,18 +116,8 @@ def write_segment(directory: Path, values: list[bytes]) -> Path:
 
 def built_values() -> list[bytes]:
     """Every record type, every state Kafka defines, null and present custom metadata, no, one and
-    several leader epochs, a non-ASCII topic."""
-    seg = w.segment_metadata
-    return [
-        *w.copied_segment(ORDERS, SEG_A, 0, 299, broker=1, event_ms=T0),
-        seg(ORDERS, SEG_B, 300, 499, broker=2, event_ms=T0 + 5, max_timestamp_ms=T0 + 4,
-            leader_epochs=[(0, 300), (2, 350), (7, 480)], size=1 << 30, custom=b"\x00plugin\xff"),
-        w.segment_update(ORDERS, SEG_B, w.COPY_SEGMENT_FINISHED, broker=2, event_ms=T0 + 6, custom=b"x" * 200),
-        w.segment_update(ORDERS, SEG_A, w.DELETE_SEGMENT_STARTED, broker=2, event_ms=T0 + 7),
-        w.segment_update(ORDERS, SEG_A, w.DELETE_SEGMENT_FINISHED, broker=2, event_ms=T0 + 8),
-        seg(UNICODE, SEG_A, 10, 10, broker=2_000_000_000, event_ms=-1, max_timestamp_ms=-1, leader_epochs=[(0, 10)], size=0),
-        *(w.partition_delete(UNICODE, s, broker=3, event_ms=T0 + 9 + s) for s in range(3)),
-    ]  # fmt: skip
+    several leader epochs, a non-ASCII topic (the writer's ``every_kind``)."""
+    return w.every_kind(T0)
 
 
 def ours(path: Path) -> tuple[list[dict], list]:

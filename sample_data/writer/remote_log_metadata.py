@@ -117,3 +117,23 @@ def copied_segment(tp: TopicIdPartition, segment_id: bytes, start: int, end: int
                          leader_epochs=[(epoch, start)], size=1024 * (end - start + 1)),
         segment_update(tp, segment_id, COPY_SEGMENT_FINISHED, broker=broker, event_ms=event_ms + 1),
     ]  # fmt: skip
+
+
+def every_kind(t0: int) -> list[bytes]:
+    """One value of every record type and state Kafka defines: null and present custom metadata,
+    one and several leader epochs, a non-ASCII topic, extreme broker ids and timestamps. Kafka's
+    serde judges these in tests/test_remote_log_metadata.py; the fuzzer mutates them."""
+    orders = TopicIdPartition("orders", bytes(range(16)), 3)
+    unicode = TopicIdPartition("zählung.ü", bytes(range(100, 116)), 0)
+    seg_a, seg_b = bytes(range(1, 17)), bytes(range(31, 47))
+    return [
+        *copied_segment(orders, seg_a, 0, 299, broker=1, event_ms=t0),
+        segment_metadata(orders, seg_b, 300, 499, broker=2, event_ms=t0 + 5, max_timestamp_ms=t0 + 4,
+                         leader_epochs=[(0, 300), (2, 350), (7, 480)], size=1 << 30, custom=b"\x00plugin\xff"),
+        segment_update(orders, seg_b, COPY_SEGMENT_FINISHED, broker=2, event_ms=t0 + 6, custom=b"x" * 200),
+        segment_update(orders, seg_a, DELETE_SEGMENT_STARTED, broker=2, event_ms=t0 + 7),
+        segment_update(orders, seg_a, DELETE_SEGMENT_FINISHED, broker=2, event_ms=t0 + 8),
+        segment_metadata(unicode, seg_a, 10, 10, broker=2_000_000_000, event_ms=-1, max_timestamp_ms=-1,
+                         leader_epochs=[(0, 10)], size=0),
+        *(partition_delete(unicode, s, broker=3, event_ms=t0 + 9 + s) for s in range(3)),
+    ]  # fmt: skip
