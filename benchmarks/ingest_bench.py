@@ -12,7 +12,16 @@ child process (its own JVM, as the CLI would), with ``local[1]`` then ``local[2]
   summed over tasks) / (cores × wall). That is Spark start, scheduling and the Parquet writes;
   with Spark start also shown on its own, and the same figures for the ingest alone (wall minus
   Spark start: what a long-lived session or a cluster pays);
-- peak RSS of the whole process tree (driver Python + JVM + Python workers), sampled every 0.2 s.
+- peak RSS of the whole process tree (driver Python + JVM + Python workers), sampled every 0.2 s;
+- where each nanosecond per record goes: one parse task's code (no Spark) on the first segments,
+  in this process, its time split by what the profiler saw (reading, file hash, batch scan and
+  decode, record hashes, hex, Arrow glue, Parquet writes);
+- the machine's own ceiling for two cores: the same task code in one plain process, then in two
+  at once (no Spark, no JVM). ``local[2]`` cannot scale better than that;
+- kafka-dump-log --deep-iteration over one broker's segments (a third of the bytes), pinned to one
+  core, and on an empty segment (its JVM start): the steady-state MB/s per core of Kafka's reader
+  against ours (``ingest MB/s`` of local[1]: wall minus our Spark start). Skipped with --no-kafka
+  or without Java and ../shared/tools.
 Nothing is asserted; on a shared machine the figures vary with the load (printed with them).
 """
 
@@ -99,10 +108,114 @@ def run_child(master: str, src: Path, out: Path) -> dict:
     return result
 
 
+# what the profiler's functions are, for the per-record split (first match wins; else "Arrow glue")
+STEPS = [
+    ("Parquet write", ("write_table", "close", "ParquetWriter")),
+    ("record SHA-256", ("sha256",)),
+    ("hex of digests", ("hexlify",)),
+    ("file SHA-256", ("'update' of '_hashlib",)),
+    ("read (pread)", ("pread", "readinto")),
+    ("CRC-32C", ("crc32c",)),
+    ("scan + decode kernels", ("scan", "read_headers", "decode_v2", "_decode", "crc_update")),
+]
+
+
+def step_of(func: tuple) -> str:
+    name = f"{func[0]}:{func[2]}"
+    return next((step for step, keys in STEPS if any(k in name for k in keys)), "Arrow glue, Python")
+
+
+def per_record(src: Path, segments: int = 4) -> tuple[int, dict[str, float]]:
+    """(records, seconds per step) of one parse task's code over the first ``segments`` segments,
+    in this process (kernels warmed on one segment first), as ``cProfile`` splits it."""
+    import cProfile
+    import pstats
+
+    from jobs.ingest import discover as disc
+    from jobs.ingest.pipeline import plan_tasks
+    from jobs.ingest.task_writer import write_task
+    from jobs.ingest.tasks import run_task
+
+    work = Path(tempfile.mkdtemp(prefix="kf-ingest-steps-"))
+    try:
+        found = disc.discover_inputs([src], work)
+        tasks = [t for t in plan_tasks(found.files, 64 << 20) if t["files"][0]["kind"] == "segment"][:segments + 1]
+        write_task(str(work / "warm"), 0, 0, run_task(tasks[0]["files"]))
+        prof = cProfile.Profile()
+        prof.enable()
+        counts = [write_task(str(work / "t"), i, 0, run_task(t["files"])) for i, t in enumerate(tasks[1:])]
+        prof.disable()
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    records = sum(r["rows"] for c in counts for r in c.to_pylist() if r["table"] == "records")
+    steps: dict[str, float] = {}
+    for func, (_, _, tottime, _, _) in pstats.Stats(prof).stats.items():
+        steps[step_of(func)] = steps.get(step_of(func), 0.0) + tottime
+    return records, steps
+
+
+def ceiling(src: Path) -> tuple[float, float]:
+    """MB/s of the task code in one plain process, and summed over two at once (no Spark)."""
+    def run(n: int) -> float:
+        procs = [subprocess.Popen([sys.executable, __file__, "--plain", str(src), str(i), str(n)], stdout=subprocess.PIPE, text=True)
+                 for i in range(n)]
+        return sum(float(p.communicate()[0].split()[-1]) for p in procs)
+    return run(1), run(2)
+
+
+def plain(src: Path, index: int, of: int) -> None:
+    """Child of ``ceiling``: every ``of``-th segment task from ``index``, timed after a warm-up; prints MB/s."""
+    from jobs.ingest import discover as disc
+    from jobs.ingest.pipeline import plan_tasks
+    from jobs.ingest.task_writer import write_task
+    from jobs.ingest.tasks import run_task
+
+    work = Path(tempfile.mkdtemp(prefix="kf-ingest-plain-"))
+    try:
+        found = disc.discover_inputs([src], work)
+        tasks = [t for t in plan_tasks(found.files, 64 << 20) if t["files"][0]["kind"] == "segment"][:8]
+        write_task(str(work / "warm"), 0, 0, run_task(tasks[-1]["files"]))
+        mine = tasks[index::of] if of > 1 else tasks[:4]
+        t0 = time.perf_counter()
+        for i, t in enumerate(mine):
+            write_task(str(work / "t"), i, 0, run_task(t["files"]))
+        print(sum(t["bytes"] for t in mine) / 1e6 / (time.perf_counter() - t0))
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def kafka_reader(src: Path) -> tuple[int, float, float] | None:
+    """(bytes, seconds, seconds on an empty segment) of kafka-dump-log --deep-iteration over
+    broker 1's segments, pinned to one core, stdout to /dev/null."""
+    sys.path.insert(0, str(Path(__file__).parent))
+    from dump_bench import PIN, kafka_dump_log
+
+    work = Path(tempfile.mkdtemp(prefix="kf-ingest-kafka-"))
+    try:
+        tool = kafka_dump_log(work)
+        if tool is None:
+            return None
+        segments = sorted((src / "broker-1").rglob("*.log"))
+        empty = work / "00000000000000000000.log"
+        empty.touch()
+
+        def run(files: list[Path]) -> float:
+            t0 = time.perf_counter()
+            subprocess.run([*PIN, str(tool), "--deep-iteration", "--files", ",".join(map(str, files))],
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True)
+            return time.perf_counter() - t0
+
+        return sum(f.stat().st_size for f in segments), run(segments), run([empty])
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--quick", action="store_true", help="~60 MB instead of ≥ 1 GB")
     ap.add_argument("--child", nargs=3, metavar=("MASTER", "SRC", "OUT"), help=argparse.SUPPRESS)
+    ap.add_argument("--plain", nargs=3, metavar=("SRC", "INDEX", "OF"), help=argparse.SUPPRESS)
+    ap.add_argument("--no-kafka", action="store_true", help="do not run kafka-dump-log")
     ap.add_argument("--keep", type=Path, help="generate into (and keep) this folder")
     ap.add_argument("--records", type=int, help="records per partition (default 520000, ~1.25 GB; --quick 30000)")
     args = ap.parse_args()
@@ -110,6 +223,9 @@ def main() -> None:
         child(args.child[0], Path(args.child[1]), Path(args.child[2]))
         return
     sys.path.insert(0, str(REPO))
+    if args.plain:
+        plain(Path(args.plain[0]), int(args.plain[1]), int(args.plain[2]))
+        return
     from sample_data.writer.bulk import generate
 
     tmp = Path(tempfile.mkdtemp(prefix="kf-ingest-bench-"))
@@ -120,6 +236,9 @@ def main() -> None:
             g = generate(src, brokers=3, partitions=4, records=records, segment_bytes=64 << 20, value_size=145)
             print(f"generated {g.bytes / 1e6:.0f} MB in {g.seconds:.1f} s: 3 brokers x 4 partitions x {records} records", file=sys.stderr)
         results = {m: run_child(m, src, tmp / f"out-{m[6]}") for m in ("local[1]", "local[2]")}
+        records, steps = per_record(src)
+        one_proc, two_procs = ceiling(src)
+        kafka = None if args.no_kafka else kafka_reader(src)
     finally:
         if args.keep is None:
             shutil.rmtree(tmp, ignore_errors=True)
@@ -138,6 +257,21 @@ def main() -> None:
     print(f"speed-up local[1] -> local[2]: {one['wall'] / two['wall']:.2f}x wall, "
           f"{(one['wall'] - one['session']) / (two['wall'] - two['session']):.2f}x excluding Spark start (target >= 1.8x)")
     print(f"rows: {two['rows']}; stage seconds (local[2]): " + ", ".join(f"{k} {v:.1f}" for k, v in two["seconds"].items()))
+    total = sum(steps.values())
+    print(f"one parse task's code, no Spark, {records} records: {total * 1e9 / records:.0f} ns a record "
+          f"({records / total / 1e6:.2f} M records/s, one core):")
+    for step, sec in sorted(steps.items(), key=lambda kv: -kv[1]):
+        print(f"  {step:<24} {sec * 1e9 / records:>6.0f} ns  {sec / total:>4.0%}")
+    print(f"two cores, no Spark: one process {one_proc:.0f} MB/s, two at once {two_procs:.0f} MB/s summed "
+          f"({two_procs / one_proc:.2f}x: the most local[2] can gain here)")
+    if kafka is not None:
+        size, secs, empty = kafka
+        theirs = size / 1e6 / (secs - empty)
+        ours_mb = one["bytes"] / 1e6 / (one["wall"] - one["session"])
+        print(f"kafka-dump-log --deep-iteration, one core: {size / 1e6:.0f} MB in {secs:.1f} s, JVM start {empty:.1f} s: "
+              f"{theirs:.1f} MB/s steady; ours (local[1] minus Spark start) {ours_mb:.1f} MB/s: {ours_mb / theirs:.1f}x "
+              f"(target >= 10x); whole process, ours local[1] {one['wall']:.1f} s for {one['bytes'] / 1e6:.0f} MB against "
+              f"Kafka's {secs * one['bytes'] / size:.1f} s at its rate")
 
 
 if __name__ == "__main__":

@@ -90,3 +90,26 @@ def test_remove_temporaries(tmp_path):
     (folder / "part-00002.parquet").write_bytes(b"kept")
     assert remove_temporaries(tmp_path) == 1
     assert visible_files(tmp_path) == ["records/topic=t/part-00002.parquet"]
+
+
+def test_digest_columns_are_written_plain(tmp_path):
+    """SHA-256 hex digests are one distinct value a row: no dictionary, no min/max statistics, no
+    snappy (it cannot shrink hex); the other columns keep all three."""
+    import hashlib
+
+    n = 1000
+    f = file_of("plain")
+    records = conform(pa.table({
+        "offset": pa.array(range(n), pa.int64()),
+        "key_sha256": pa.array([hashlib.sha256(str(i).encode()).hexdigest() for i in range(n)]),
+        "value_sha256": pa.array([hashlib.sha256(str(-i).encode()).hexdigest() for i in range(n)]),
+    }), "records", f)
+    write_task(tmp_path, 0, 0, [("records", records)])
+    (path,) = (tmp_path / "records").rglob("part-*.parquet")
+    group = pq.ParquetFile(path).metadata.row_group(0)
+    chunks = {group.column(i).path_in_schema: group.column(i) for i in range(group.num_columns)}
+    for name in ("key_sha256", "value_sha256"):
+        assert chunks[name].compression == "UNCOMPRESSED" and not chunks[name].is_stats_set
+        assert not any("DICTIONARY" in e for e in chunks[name].encodings)
+    assert chunks["offset"].compression == "SNAPPY" and chunks["offset"].is_stats_set
+    assert pq.read_table(path).column("key_sha256").to_pylist() == records.column("key_sha256").to_pylist()

@@ -80,7 +80,9 @@ OWN_COLUMNS: dict[str, set[str]] = {
 
 
 def _common(n: int, f: dict, names: Iterable[str] = ("broker", "log_dir", "topic", "partition", "dir_state", "path")) -> dict:
-    return {c.name: pa.array([f[c.name]] * n, c.type) for c in COMMON if c.name in names}
+    """The file's own columns, one value repeated on every row (``pa.repeat``: a Python list of
+    ``n`` copies cost ~170 ns a row per column, a seventh of a segment's whole ingest)."""
+    return {c.name: pa.repeat(pa.scalar(f[c.name], c.type), n) for c in COMMON if c.name in names}
 
 
 def conform(table: pa.Table, name: str, f: dict, payloads: bool = False, **extra) -> pa.Table:
@@ -91,7 +93,7 @@ def conform(table: pa.Table, name: str, f: dict, payloads: bool = False, **extra
     own = OWN_COLUMNS.get(name, set())  # the entry's, not the dir's
     cols = _common(n, f, [c.name for c in schema if c.name in {x.name for x in COMMON} - own])
     for key, value in extra.items():
-        cols[key] = pa.array([value] * n, schema.field(key).type)
+        cols[key] = pa.repeat(pa.scalar(value, schema.field(key).type), n)
     arrays = []
     for field in schema:
         if field.name in cols:
