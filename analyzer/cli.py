@@ -163,8 +163,12 @@ def sql(
         raise fail(f"--format must be one of {', '.join(sql_mod.FORMATS)}")
     master = spark_target(master, remote)
     _log_to_stderr(quiet, verbose)
+    tables = None  # a one-shot read of DIR's tables needs no metastore (catalog.open_views), unless
+    # DIR moved or changed since its catalog was built: then this run rebuilds it for spark-sql and pyspark
+    if query is not None and not master.startswith("sc://") and (out / "tables").is_dir() and not catalog.needs_registration(out):
+        tables = catalog.tables_of_query(query, catalog.table_names(out))
     try:
-        spark = catalog.open_catalog(out, master)
+        spark = catalog.open_catalog(out, master) if tables is None else catalog.open_views(out, tables, master)
     except (FileNotFoundError, RemoteUnreachable) as exc:
         raise fail(str(exc)) from None
     if query is None:

@@ -59,6 +59,13 @@ def test_ingest_sql_spark_sql_pyspark(tmp_path):
     assert via_spark_sql[(1, "tc", 0)] == 300 and via_spark_sql[(2, "tc", 0)] == 550
     assert {k[0] for k in via_spark_sql} == {1, 2, 3, 100}
 
+    # a one-shot read of DIR's tables: temporary views, no metastore booted (Derby logs each boot)
+    derby_log = out / "catalog" / "derby.log"
+    before = derby_log.read_bytes()
+    proc = _run([cli, "sql", str(out), "select count(*) as n from records where broker = 1", "--format", "csv"], tmp_path)
+    assert proc.stdout.splitlines() == ["n", str(sum(n for k, n in via_spark_sql.items() if k[0] == 1))]
+    assert derby_log.read_bytes() == before
+
     # moved DIR: kafka-forensics sql rebuilds the catalog for the new place
     moved = tmp_path / "moved"
     shutil.move(out, moved)
@@ -90,3 +97,22 @@ def test_formats_and_prompt(spark, monkeypatch, capsys, tmp_path):
     out, err = capsys.readouterr()
     assert "n\n3\n" in out and "x\n7\n" in out
     assert "error:" in err
+
+
+def test_which_queries_are_read_from_views():
+    """A one-shot query is answered from temporary views only when its text says for certain that
+    it reads DIR's tables and nothing else; anything else goes to DIR's catalog."""
+    from jobs.store.catalog import tables_of_query
+
+    names = ["batches", "files", "findings", "records", "replica_logs"]
+    assert tables_of_query("select * from records", names) == ["records"]
+    assert tables_of_query("SELECT b.x FROM records r JOIN batches b ON r.p = b.p", names) == ["batches", "records"]
+    assert tables_of_query("with x as (select * from records) select * from x", names) == ["records"]
+    assert tables_of_query("with a as (select 1), b (n) as (select * from findings) select * from a join b", names) == ["findings"]
+    assert tables_of_query("select 'from files' as s from `replica_logs`", names) == ["replica_logs"]
+    assert tables_of_query("(select * from files) union (select * from files)", names) == ["files"]
+    assert tables_of_query("select 1", names) == []
+    for query in ("show tables", "describe records", "create table x as select * from records", "select * from mine",
+                  "select * from default.records", "select extract(year from timestamp) from records",
+                  "insert into records select * from records"):
+        assert tables_of_query(query, names) is None, query

@@ -51,8 +51,16 @@ class Page(HTMLParser):
     def with_class(self, cls: str) -> list[tuple[str, dict[str, str | None]]]:
         return [(t, a) for t, a in self.tags if cls in (a.get("class") or "").split()]
 
-    def payload(self) -> dict:
+    def raw_payload(self) -> dict:
         return json.loads(next(text for a, text in self.scripts if a.get("id") == "report-data"))
+
+    def payload(self) -> dict:
+        """The report's data as the page sees it once the clean partitions are unpacked."""
+        from analyzer.report.html import unpack
+
+        data = self.raw_payload()
+        data["partitions"] = {**data["partitions"], **unpack(data.get("packed"))}
+        return data
 
 
 @pytest.fixture

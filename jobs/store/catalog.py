@@ -34,6 +34,7 @@ import json
 import logging
 import os
 import queue
+import re
 import shutil
 import threading
 from pathlib import Path
@@ -224,6 +225,51 @@ def open_catalog(out: Path, master: str = "local[*]") -> SparkSession:
     spark = get_session(master, catalog_dir=catalog_dir(out))
     if stale:
         register_tables(spark, out)
+    return spark
+
+
+_DATA_QUERY = re.compile(r"\s*\(*\s*(select|with|from|table|values)\b", re.I)
+_QUOTED = re.compile(r"'(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\"")
+_RELATION = re.compile(r"\b(?:from|join|table)\s+(`[^`]+`|[\w.]+)", re.I)
+_CTE = re.compile(r"(?:\bwith|,)\s*(`[^`]+`|\w+)\s*(?:\([^)]*\))?\s+as\s*\(", re.I)
+
+
+def tables_of_query(query: str, names: list[str]) -> list[str] | None:
+    """The DIR tables a read-only query reads, when that is certain from its text: it is a data
+    query (SELECT, WITH, FROM, TABLE, VALUES) and every name after FROM, JOIN or TABLE is one of
+    ``names`` or a CTE of the query. ``None`` otherwise (SHOW, DESCRIBE, DDL, another catalog's
+    table, a name in a form this does not read): then the query needs DIR's catalog."""
+    if not _DATA_QUERY.match(query):
+        return None
+    text = _QUOTED.sub("''", query)
+    known = {n.lower() for n in names}
+    ctes = {m.strip("`").lower() for m in _CTE.findall(text)}
+    used: set[str] = set()
+    for ref in _RELATION.findall(text):
+        ref = ref.strip("`").lower()  # (``default.records`` is not a temporary view's name: catalog)
+        if ref in ctes:
+            continue
+        if ref not in known:
+            return None
+        used.add(ref)
+    return sorted(used)
+
+
+def open_views(out: Path, tables: list[str], master: str = "local[*]") -> SparkSession:
+    """A session without a metastore whose temporary views name ``tables`` of DIR.
+
+    Why, for a one-shot query: booting Derby and Hive's client takes seconds for a query that
+    only reads a few Parquet tables. Views of just the tables the query names leave DIR's catalog
+    alone (no lock, no rebuild), so one-shot queries can also run side by side."""
+    from jobs.store.outdir import recover
+
+    out = Path(out).absolute()
+    recover(out)
+    if not (out / "tables").is_dir():
+        raise FileNotFoundError(f"{out}: no tables/ folder (not an ingest output)")
+    spark = get_session(master)
+    for name in tables:
+        spark.read.parquet(str(out.resolve() / "tables" / name)).createOrReplaceTempView(name)
     return spark
 
 

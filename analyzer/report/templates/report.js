@@ -125,12 +125,35 @@
     }
   }
 
+  /* clean partitions' payloads: one gzip blob (base64), unpacked once, when the first is opened */
+  var unpacking = null;
+  function partitionData(key, done) {
+    if (payload.partitions[key] || !payload.packed) { done(payload.partitions[key] || {}); return; }
+    if (!unpacking) {
+      unpacking = ("DecompressionStream" in window) ? (function () {
+        var bin = atob(payload.packed), bytes = new Uint8Array(bin.length);
+        for (var i = 0; i < bin.length; i++) bytes[i] = bin.charCodeAt(i);
+        var stream = new Blob([bytes]).stream().pipeThrough(new DecompressionStream("gzip"));
+        return new Response(stream).text().then(function (t) {
+          var more = JSON.parse(t);
+          Object.keys(more).forEach(function (k) { payload.partitions[k] = more[k]; });
+          payload.packed = null;
+        });
+      })() : Promise.reject(new Error("this browser cannot unpack the clean partitions (no DecompressionStream)"));
+    }
+    unpacking.then(function () { done(payload.partitions[key] || {}); }, function (err) { done({ error: String(err.message || err) }); });
+  }
+
   function draw(details) {
     var key = details.getAttribute("data-key");
     if (!key || drawn[key]) return;
     drawn[key] = true;
-    var p = payload.partitions[key] || {};
+    partitionData(key, function (p) { drawPartition(details, p); });
+  }
+
+  function drawPartition(details, p) {
     var body = details.querySelector(".partition-body");
+    if (p.error) { body.appendChild(el("p", p.error, "dim")); return; }
     var tl = body.appendChild(el("div", null, "timeline"));
     var evs = p.events ? body.appendChild(el("div", null, "events")) : null;
     var lin = body.appendChild(el("div", null, "lineage"));
