@@ -169,7 +169,7 @@ def sql(
         tables = catalog.tables_of_query(query, catalog.table_names(out))
     try:
         spark = catalog.open_catalog(out, master) if tables is None else catalog.open_views(out, tables, master)
-    except (FileNotFoundError, RemoteUnreachable) as exc:
+    except (FileNotFoundError, RemoteUnreachable, ValueError) as exc:
         raise fail(str(exc)) from None
     if query is None:
         sql_mod.repl(spark, format)
@@ -205,7 +205,7 @@ def serve(
 
     try:
         code = serve_mod.serve(out, host, port, master, ready=ready)
-    except serve_mod.ServeError as exc:
+    except (serve_mod.ServeError, ValueError) as exc:  # (ValueError: KF_DRIVER_MEMORY)
         raise fail(str(exc)) from None
     raise typer.Exit(code)
 

@@ -61,13 +61,13 @@ def beeline_line(host: str, port: int, query: str = "show tables") -> str:
 def server_command(catalog_dir: Path, host: str, port: int, master: str) -> list[str]:
     """``spark-submit`` running HiveThriftServer2 on ``host:port`` over the catalog in ``catalog_dir``:
     the confs ``sql`` opens it with (``catalog_confs``), quiet and UTC as ``get_session`` is."""
-    from jobs.store.spark import catalog_confs
+    from jobs.store.spark import catalog_confs, driver_memory
 
     confs = {
         **catalog_confs(catalog_dir),
         "spark.ui.enabled": "false",
         "spark.sql.session.timeZone": "UTC",
-        "spark.driver.memory": os.environ.get("KF_DRIVER_MEMORY", "1g"),
+        "spark.driver.memory": driver_memory("1g"),
     }
     argv = [str(spark_home() / "bin" / "spark-submit"), "--master", master, "--name", "kafka-forensics serve",
             "--class", THRIFT_SERVER]

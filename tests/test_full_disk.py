@@ -115,15 +115,22 @@ def test_output_filesystem_filling_mid_run_keeps_the_previous_dir(tmp_path):
 
 
 def test_a_heap_too_small_is_one_line_and_leaves_no_dir(tmp_path):
-    """A collection whose jobs outgrow the heap (zstd batches hold ~4x the records per byte the heap
-    is sized by; 512 MiB is Spark's 300 MiB reserve and little more) ends as one line naming the heap
-    and KF_DRIVER_MEMORY, exit 2: no Java stack trace, and no DIR (the catalog's table folders,
-    made at their final location, used to be left behind as an empty tree)."""
+    """A collection whose jobs outgrow the heap ends as one line naming the heap and
+    KF_DRIVER_MEMORY, exit 2: no Java stack trace, and no DIR (the catalog's table folders, made at
+    their final location, used to be left behind as an empty tree). The heap is outgrown as a
+    user's spark-defaults.conf can make it: a broadcast threshold far above the 512 MiB heap (512
+    MiB is Spark's 300 MiB reserve and little more), so Spark broadcasts whole tables."""
+    import shutil
+
     from sample_data.writer.bulk import generate
 
     g = generate(tmp_path / "in", brokers=3, partitions=8, records=32_000, codec="zstd", seed=3)
     out = tmp_path / "out"
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "KF_DRIVER_MEMORY": "512m"}
+    conf = tmp_path / "spark-conf"
+    conf.mkdir()
+    shutil.copy(ROOT / "jobs" / "store" / "spark_conf" / "log4j2.properties", conf)
+    (conf / "spark-defaults.conf").write_text("spark.sql.autoBroadcastJoinThreshold 2g\n")
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "KF_DRIVER_MEMORY": "512m", "SPARK_CONF_DIR": str(conf)}
     run = subprocess.run([*CLI, "analyze", *map(str, g.brokers), "--out", str(out), "--format", "json"], cwd=tmp_path,
                          env=env, capture_output=True, text=True, timeout=600)
     assert run.returncode == 2, run.stderr[-3000:]
@@ -133,3 +140,17 @@ def test_a_heap_too_small_is_one_line_and_leaves_no_dir(tmp_path):
     assert "Traceback" not in run.stderr and "\tat " not in run.stderr, run.stderr[-3000:]
     assert not out.exists(), sorted(p.relative_to(out).as_posix() for p in out.rglob("*"))[:20]
     assert not list(tmp_path.glob("out.tmp-*"))
+
+
+def test_a_bad_driver_memory_is_one_line(tmp_path):
+    """KF_DRIVER_MEMORY below what Spark starts with, or not a size, is one line naming it, exit 2,
+    before any JVM (it was Spark's INVALID_DRIVER_MEMORY stack trace and a Python traceback, exit 1)."""
+    for value, said in (("460m", "is below the 512m Spark needs"), ("2gb", "not a size")):
+        out = tmp_path / f"out-{value}"
+        env = {**os.environ, "PYTHONPATH": str(ROOT), "KF_DRIVER_MEMORY": value}
+        run = subprocess.run([*CLI, "analyze", str(REAL / "crash-only"), "--out", str(out)], cwd=tmp_path,
+                             env=env, capture_output=True, text=True, timeout=600)
+        assert run.returncode == 2, run.stderr[-3000:]
+        lines = [line for line in run.stderr.splitlines() if line.strip()]
+        assert len(lines) == 1 and lines[0].startswith(f"kafka-forensics: KF_DRIVER_MEMORY={value}"), run.stderr
+        assert said in lines[0] and not out.exists()

@@ -16,6 +16,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import re
 import shutil
 import signal
 import sys
@@ -75,7 +76,7 @@ def sized_confs(input_bytes: int | None, cores: int) -> dict[str, str]:
         gib = 1 if small else min(8, 2 + input_bytes // (4 << 30))
     heap = "512m" if input_bytes is not None and input_bytes < TINY_INPUT else f"{gib}g"
     confs = {
-        "spark.driver.memory": os.environ.get("KF_DRIVER_MEMORY", heap),
+        "spark.driver.memory": driver_memory(heap),
         "spark.sql.shuffle.partitions": str(max(1, cores) if small else max(8, 4 * cores)),
     }
     if small:
@@ -88,6 +89,28 @@ def sized_confs(input_bytes: int | None, cores: int) -> dict[str, str]:
             "spark.driver.extraJavaOptions": "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC -XX:ReservedCodeCacheSize=240m",
         }
     return confs
+
+
+MEMORY_ENV = "KF_DRIVER_MEMORY"
+MIN_DRIVER_MEMORY = 512 << 20  # Spark refuses a heap whose usable size is under 450 MiB (1.5 x its 300 MiB reserve)
+_SIZE = re.compile(r"(\d+)([kmgt]?)", re.I)  # what the JVM's -Xmx takes
+
+
+def driver_memory(default: str) -> str:
+    """The driver heap: ``KF_DRIVER_MEMORY`` (a JVM size, ``4g``, ``1536m``) or ``default``.
+
+    Checked here, so that a bad value is one line naming the variable rather than Spark's
+    INVALID_DRIVER_MEMORY stack trace from inside the JVM start (or a JVM that does not start)."""
+    value = os.environ.get(MEMORY_ENV, "").strip()
+    if not value:
+        return default
+    match = _SIZE.fullmatch(value)
+    if match is None:
+        raise ValueError(f"{MEMORY_ENV}={value}: not a size (e.g. 4g, 1536m)")
+    size = int(match.group(1)) * 1024 ** "_kmgt".index((match.group(2) or "_").lower())
+    if size < MIN_DRIVER_MEMORY:
+        raise ValueError(f"{MEMORY_ENV}={value} is below the 512m Spark needs to start (it keeps 300 MiB of any heap for itself)")
+    return value
 
 
 def get_session(master: str = "local[*]", catalog_dir: Path | None = None, app: str = "kafka-forensics",
@@ -267,8 +290,10 @@ class OutOfMemory(ValueError):
     what the run needed was not there, as for a full disk), never a JVM stack trace."""
 
 
-# what the JVM says, through py4j, when the heap is too small for a job
-_OUT_OF_MEMORY = ("java.lang.OutOfMemoryError", "Not enough memory to build and broadcast")
+# what the JVM says, through py4j, when the heap is too small for a job. TaskResultLost: a task's
+# result too big to return directly goes through the block manager's memory store, which drops it
+# when the heap is short (seen at 512 MiB, in place of the OutOfMemoryError of another run)
+_OUT_OF_MEMORY = ("java.lang.OutOfMemoryError", "Not enough memory to build and broadcast", "TaskResultLost")
 
 
 def out_of_memory(exc: BaseException) -> bool:
