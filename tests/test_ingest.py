@@ -166,35 +166,3 @@ def test_the_task_list_needs_no_python_worker_of_its_own(spark):
     assert "Range" in plan and "ExistingRDD" not in plan and "Python" not in plan
     assert df.rdd.getNumPartitions() == 3
     assert [r.id for r in df.collect()] == [0, 1, 2]
-
-
-def test_parse_workers_are_forked_warm_from_our_daemon(spark):
-    """Every Python worker of a session we start is a fork of ``jobs.store.worker_daemon``, which
-    has the parsers and their kernels loaded (so no worker loads them again)."""
-
-    def probe(batches):
-        import os
-        import sys
-
-        parent = open(f"/proc/{os.getppid()}/cmdline", "rb").read().replace(b"\0", b" ").decode()
-        for batch in batches:
-            yield pa.RecordBatch.from_pylist([{"parent": parent, "kernels": "parsers._kernels" in sys.modules}] * batch.num_rows)
-
-    rows = spark.range(2, numPartitions=2).mapInArrow(probe, "parent string, kernels boolean").collect()
-    assert rows and all("jobs.store.worker_daemon" in r.parent and r.kernels for r in rows)
-
-
-def test_the_worker_daemon_preloads_and_stays_single_threaded():
-    """A thread alive at ``fork()`` is missing in the child while its locks may be held: after the
-    daemon's imports (numpy, pyarrow, numba, pyspark's worker, the parsers) and its warm-up parse,
-    it must still be one thread, with the kernels a parse runs already compiled or loaded."""
-    import subprocess
-    import sys
-
-    code = ("import sys\nfrom jobs.store import worker_daemon as w\nw.preload()\n"
-            "from parsers import _kernels as K\n"
-            "print(w._threads(), all(f.signatures for f in (K.scan, K.read_headers, K.decode_v2)))")
-    env = {k: v for k, v in os.environ.items() if k not in ("JE_ARROW_MALLOC_CONF", "OPENBLAS_NUM_THREADS")}
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True)
-    assert out.stdout.split() == ["1", "True"], out.stderr
-    assert "worker daemon" not in out.stderr

@@ -163,8 +163,6 @@ def get_session(master: str = "local[*]", catalog_dir: Path | None = None, app: 
         return remote_session(master, settings | confs)
     scratch = scratch_dir()
     settings["spark.local.dir"] = str(scratch)
-    # executors fork their Python workers from a daemon that has the parsers loaded (worker_daemon.py)
-    settings["spark.python.daemon.module"] = "jobs.store.worker_daemon"
     if catalog_dir is not None:
         catalog_dir = Path(catalog_dir).resolve()
         catalog_dir.mkdir(parents=True, exist_ok=True)
