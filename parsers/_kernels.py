@@ -497,6 +497,7 @@ class _CFunction(types.WrapperAddressProtocol):
 
     def __init__(self, fn, signature):
         self._fn, self._signature = fn, signature
+        self._type = None
 
     def __wrapper_address__(self) -> int:
         import ctypes
@@ -534,6 +535,15 @@ def _openssl_sha256():
     except (OSError, AttributeError, ImportError):
         return None
     import numba.experimental.function_type  # noqa: F401  (lets numba take _CFunction arguments)
+    from numba.extending import typeof_impl
+
+    @typeof_impl.register(_CFunction)
+    def _typeof_cfunction(val, c):
+        """numba's own typing of a first-class function builds its FunctionType on every call
+        (~25 µs per argument, three per call: most of hashing a small segment's records)."""
+        if val._type is None:
+            val._type = types.FunctionType(val.signature())
+        return val._type
 
     functions = (
         _CFunction(init, types.int32(types.uintp)),

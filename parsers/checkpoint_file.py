@@ -25,6 +25,7 @@ Entry lines are split and converted for the whole file at once with Arrow comput
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -135,6 +136,37 @@ def field_column(parts: pa.ListArray, ok: np.ndarray, index: int) -> pa.Array:
     return pc.list_element(pc.fill_null(safe, pa.scalar([""] * (index + 1), parts.type)), index)
 
 
+# Up to this many entry lines a file is split and converted line by line: Arrow's whole-column
+# way costs ~30 kernel calls and several regex compiles whatever the size (~0.5 ms), most of a
+# many-partition collection's ingest, where nearly every leader-epoch-checkpoint has one line.
+FEW_LINES = 32
+_SPLIT_RE = re.compile(_SPLIT_PATTERN)
+
+
+def _fields_of_few(entry_lines: list[str], types: list[pa.DataType]) -> tuple[np.ndarray, list[pa.Array], list[pa.Array]]:
+    """``split_entries``, ``field_column`` and ``parse_integers`` for a few lines, in Python:
+    (mask of lines with the right field count, each field's raw strings, each field's values)."""
+    ok = np.zeros(len(entry_lines), bool)
+    fields: list[list[str | None]] = [[] for _ in types]
+    for i, line in enumerate(entry_lines):
+        trimmed = line.rstrip(JAVA_WHITESPACE)
+        parts = _SPLIT_RE.split(trimmed)
+        ok[i] = len(parts) == len(types) and trimmed != ""
+        for column, field_ in enumerate(fields):
+            field_.append(parts[column] if ok[i] else None)
+    raw = [pa.array(f, pa.string()) for f in fields]
+    values = [pa.array([_int_or_none(x, t.bit_width) for x in f], pa.int64()) if pa.types.is_integer(t) else r
+              for f, r, t in zip(fields, raw, types)]
+    return ok, raw, values
+
+
+def _int_or_none(text: str | None, bits: int) -> int | None:
+    try:
+        return None if text is None else parse_int(text, bits)
+    except JavaNumberFormatError:
+        return None
+
+
 def malformed_line_problems(
     entry_lines: list[str], bad: np.ndarray, kind: str, first_line: int = FIRST_ENTRY_LINE
 ) -> list[Problem]:
@@ -189,9 +221,12 @@ def entries_table(
     """
     names = schema.names[2:-1]
     types = [schema.field(name).type for name in names]
-    parts, ok = split_entries(entry_lines, len(names))
-    raw = [field_column(parts, ok, i) for i in range(len(names))]
-    values = [parse_integers(r, t.bit_width) if pa.types.is_integer(t) else r for r, t in zip(raw, types)]
+    if len(entry_lines) <= FEW_LINES:
+        ok, raw, values = _fields_of_few(entry_lines, types)
+    else:
+        parts, ok = split_entries(entry_lines, len(names))
+        raw = [field_column(parts, ok, i) for i in range(len(names))]
+        values = [parse_integers(r, t.bit_width) if pa.types.is_integer(t) else r for r, t in zip(raw, types)]
     problems = malformed_line_problems(entry_lines, ~ok, kind)
     numbers = [(r, v) for r, v, t in zip(raw, values, types) if pa.types.is_integer(t)]
     good, bad_numbers = number_problems(entry_lines, numbers, ok, kind)

@@ -25,6 +25,7 @@ PROBLEM_SCHEMA = pa.schema(
         pa.field("detail", pa.string()),
     ]
 )
+_NO_PROBLEMS = PROBLEM_SCHEMA.empty_table()
 
 
 class lazy_module:  # noqa: N801  (used as a module: ``K = lazy_module(...)``, then ``K.scan``)
@@ -69,8 +70,11 @@ class Parsed:
 
 
 def problems_table(path: str, problems: Iterable[Problem]) -> pa.Table:
-    """Build the problems table of one file from Problem objects."""
+    """Build the problems table of one file from Problem objects (the shared empty table when
+    there are none: every parse of a sound file ends here, ~25 µs a file to build it afresh)."""
     rows = list(problems)
+    if not rows:
+        return _NO_PROBLEMS
     return pa.table(
         {
             "path": pa.array([path] * len(rows), pa.string()),

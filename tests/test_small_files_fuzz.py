@@ -181,3 +181,27 @@ def test_zeroed_hole_before_real_entries_is_a_problem():
     assert got.table["is_padding"].to_pylist() == [False, True, False]
     assert got.extra["index_info"]["padding_entries"][0].as_py() == 2
     assert [(p["kind"], p["position"]) for p in got.problems.to_pylist()] == [("index_mismatch", 8)]
+
+
+LINE_TOKENS = st.sampled_from(["0", "1", "-1", "+3", "007", "59x", "2147483647", "2147483648", "-2147483648", "-2147483649",
+                               "9223372036854775807", "9223372036854775808", "1_0", "topic", "a-b", " ", "  ", "\t", "\x0b",
+                               "\f", "\u00a0", "\u00e9", "\u0663", ""])
+
+
+@FUZZ
+@given(st.lists(st.lists(LINE_TOKENS, max_size=6).map("".join), max_size=12))
+def test_few_lines_parse_as_the_whole_column_way(entry_lines):
+    """A checkpoint of a few lines is split and converted line by line (``FEW_LINES``); that way
+    must give the rows and problems of the Arrow whole-column way, for every kind of entry."""
+    from parsers import checkpoint_file
+
+    for schema, kind in ((leader_epoch_checkpoint.SCHEMA, "leader_epoch_malformed"), (offset_checkpoint.SCHEMA, "checkpoint_malformed")):
+        few = checkpoint_file.entries_table(entry_lines, schema, "p", "k", kind)
+        limit = checkpoint_file.FEW_LINES
+        checkpoint_file.FEW_LINES = -1
+        try:
+            whole = checkpoint_file.entries_table(entry_lines, schema, "p", "k", kind)
+        finally:
+            checkpoint_file.FEW_LINES = limit
+        assert few[0].equals(whole[0]), (few[0].to_pylist(), whole[0].to_pylist())
+        assert few[1] == whole[1]
