@@ -2,9 +2,12 @@
 
 Run:  python benchmarks/ingest_bench.py            (≥ 1 GB: 3 brokers × 4 partitions, a few minutes)
       python benchmarks/ingest_bench.py --quick    (~60 MB: a smoke test)
+      python benchmarks/ingest_bench.py --records-per-batch 10 --records 300000   (~1.2 KiB batches, ~650 MB)
 
 Data: ``sample_data.writer.bulk`` (3 brokers, each a full replica; 64 MiB segments, 100 records of
-~160 bytes per batch, uncompressed), generated once into a temp dir. Each ingest runs in a fresh
+~160 bytes per batch, uncompressed; ``--records-per-batch``), generated once into a temp dir. The
+generator tiles a few record sets, so keys and values repeat: Parquet files are smaller than real
+data's would be (the digest columns are written plain either way). Each ingest runs in a fresh
 child process (its own JVM, as the CLI would), with ``local[1]`` then ``local[2]``, and prints:
 - wall time of the child (Spark start + ingest, no catalog) and MB/s of input;
 - the speed-up local[1] → local[2] (target ≥ 1.8× on 2 idle cores);
@@ -216,6 +219,8 @@ def main() -> None:
     ap.add_argument("--child", nargs=3, metavar=("MASTER", "SRC", "OUT"), help=argparse.SUPPRESS)
     ap.add_argument("--plain", nargs=3, metavar=("SRC", "INDEX", "OF"), help=argparse.SUPPRESS)
     ap.add_argument("--no-kafka", action="store_true", help="do not run kafka-dump-log")
+    ap.add_argument("--records-per-batch", type=int, default=100,
+                    help="records per batch (default 100: ~16 KiB batches; 10: ~1.2 KiB, Kafka's worst case per byte)")
     ap.add_argument("--keep", type=Path, help="generate into (and keep) this folder")
     ap.add_argument("--records", type=int, help="records per partition (default 520000, ~1.25 GB; --quick 30000)")
     args = ap.parse_args()
@@ -233,8 +238,10 @@ def main() -> None:
     records = args.records or (30_000 if args.quick else 520_000)  # per partition; 4 partitions, 3 brokers
     try:
         if not (src / "broker-3").is_dir():
-            g = generate(src, brokers=3, partitions=4, records=records, segment_bytes=64 << 20, value_size=145)
-            print(f"generated {g.bytes / 1e6:.0f} MB in {g.seconds:.1f} s: 3 brokers x 4 partitions x {records} records", file=sys.stderr)
+            g = generate(src, brokers=3, partitions=4, records=records, segment_bytes=64 << 20, value_size=145,
+                         records_per_batch=args.records_per_batch)
+            print(f"generated {g.bytes / 1e6:.0f} MB in {g.seconds:.1f} s: 3 brokers x 4 partitions x {records} records, "
+                  f"{args.records_per_batch} a batch", file=sys.stderr)
         results = {m: run_child(m, src, tmp / f"out-{m[6]}") for m in ("local[1]", "local[2]")}
         records, steps = per_record(src)
         one_proc, two_procs = ceiling(src)
