@@ -20,7 +20,8 @@ Kafka's reader (mirrored here):
 Where Kafka stops at the first fault and keeps nothing, we report every fault (one problem row
 per bad line, ``position`` = 1-based line number) and keep every entry that did parse: on a
 damaged broker those surviving entries are still the best evidence of what it had checkpointed.
-Entry lines are split and converted for the whole file at once with Arrow compute.
+Entry lines are split and converted for the whole file at once with Arrow compute, or line by
+line when there are few (``FEW_LINES``: Arrow's fixed cost per call outweighs a handful of lines).
 """
 
 from __future__ import annotations

@@ -25,7 +25,7 @@ PROBLEM_SCHEMA = pa.schema(
         pa.field("detail", pa.string()),
     ]
 )
-_NO_PROBLEMS = PROBLEM_SCHEMA.empty_table()
+_NO_PROBLEMS = pa.Table.from_batches([], PROBLEM_SCHEMA)  # (Schema.empty_table imports pandas)
 
 
 class lazy_module:  # noqa: N801  (used as a module: ``K = lazy_module(...)``, then ``K.scan``)

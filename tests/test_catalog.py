@@ -101,10 +101,11 @@ def test_formats_and_prompt(spark, monkeypatch, capsys, tmp_path):
 
 def test_which_queries_are_read_from_views():
     """A one-shot query is answered from temporary views only when its text says for certain that
-    it reads DIR's tables and nothing else; anything else goes to DIR's catalog."""
+    it reads DIR's tables and nothing else; anything else goes to DIR's catalog. The views are
+    every DIR table named as a word (a CTE may read the table it shadows)."""
     from jobs.store.catalog import tables_of_query
 
-    names = ["batches", "files", "findings", "records", "replica_logs"]
+    names = ["batches", "files", "findings", "problems", "records", "replica_logs"]
     assert tables_of_query("select * from records", names) == ["records"]
     assert tables_of_query("SELECT b.x FROM records r JOIN batches b ON r.p = b.p", names) == ["batches", "records"]
     assert tables_of_query("with x as (select * from records) select * from x", names) == ["records"]
@@ -112,7 +113,15 @@ def test_which_queries_are_read_from_views():
     assert tables_of_query("select 'from files' as s from `replica_logs`", names) == ["replica_logs"]
     assert tables_of_query("(select * from files) union (select * from files)", names) == ["files"]
     assert tables_of_query("select 1", names) == []
+    assert tables_of_query("select broker, topic, partition, count(*) from records group by 1,2,3", names) == ["records"]
+    # every table a query reads is a view, however it is named
+    assert tables_of_query("select * from records, batches where records.x = batches.x", names) == ["batches", "records"]
+    assert tables_of_query("select * from records join (problems) on true", names) == ["problems", "records"]
+    assert tables_of_query("with records as (select * from records where topic = 'x') select count(*) from records", names) == ["records"]
+    assert tables_of_query("select * from records -- don't\njoin batches on true -- it's", names) == ["batches", "records"]
+    assert tables_of_query("select * from records where detail = '-- not a comment' or x in (select x from files)", names) == ["files", "records"]
     for query in ("show tables", "describe records", "create table x as select * from records", "select * from mine",
                   "select * from default.records", "select extract(year from timestamp) from records",
-                  "insert into records select * from records"):
+                  "insert into records select * from records", "select * from records r, default.secret s",
+                  "with x as (select 1) insert into records select * from x", "from records insert into foo select *"):
         assert tables_of_query(query, names) is None, query

@@ -469,14 +469,19 @@ img.onerror = () => done(null);
 img.src = 'data:image/png;base64,' + b64;
 """
 
-def test_timeline_in_headless_chromium(browser, story, tmp_path):
+def test_timeline_in_headless_chromium(browser, story, tmp_path, monkeypatch):
     from selenium.webdriver.support.ui import WebDriverWait
+
+    from analyzer.report import html as html_mod
+
+    monkeypatch.setattr(html_mod, "PACK_ABOVE", 0)  # the clean partitions below travel packed: the page unpacks them
 
     gt = json.loads((SCENARIO / "ground_truth.json").read_text(encoding="utf-8"))
     out = make_out_dir(tmp_path / "out", findings=FINDINGS + _ue_findings(gt))
     _add_ue_replicas(out, gt)
     write_timeline(out, story + _long_story())
     html = write_html(out)
+    assert Page(html.read_text(encoding="utf-8")).raw_payload()["packed"]
     embedded = Page(html.read_text(encoding="utf-8")).payload()["partitions"]["ue-0"]["events"]["rows"]
     expected = sum(i < 50 or r[EVENT_FIELDS.index("highlight")] is not None for i, r in enumerate(embedded))
     browser.get(html.resolve().as_uri() + "#p-ue-0")

@@ -113,3 +113,18 @@ def test_digest_columns_are_written_plain(tmp_path):
         assert not any("DICTIONARY" in e for e in chunks[name].encodings)
     assert chunks["offset"].compression == "SNAPPY" and chunks["offset"].is_stats_set
     assert pq.read_table(path).column("key_sha256").to_pylist() == records.column("key_sha256").to_pylist()
+
+
+def test_nested_columns_keep_compression_dictionaries_and_statistics(tmp_path):
+    """Per-column writer options name Parquet leaf paths (``log_dirs.list.element``): a list
+    column must not fall outside them and lose snappy, its dictionary and its statistics."""
+    from jobs.store.tables import BROKERS
+
+    rows = [{"broker": b, "cluster_id": "c", "directory_ids": ["d1", "d2"], "log_dirs": ["/var/kafka"], "id_source": "meta",
+             "roles": "broker", "files": 3, "bytes": 10} for b in range(50)]
+    write_task(tmp_path, 0, 0, [("brokers", pa.Table.from_pylist(rows, schema=BROKERS))])
+    (path,) = (tmp_path / "brokers").rglob("part-*.parquet")
+    group = pq.ParquetFile(path).metadata.row_group(0)
+    chunks = {group.column(i).path_in_schema: group.column(i) for i in range(group.num_columns)}
+    leaf = chunks["log_dirs.list.element"]
+    assert leaf.compression == "SNAPPY" and leaf.is_stats_set and any("DICTIONARY" in e for e in leaf.encodings)

@@ -4,9 +4,10 @@ Why this shape: the report is evidence handed between people, often offline, so 
 with nothing fetched from the network. Partitions with findings come first and are drawn when
 scrolled into view; clean partitions are collapsed and drawn only when opened, from a small JSON
 payload per partition, so a report over thousands of partitions stays light in the browser.
-The clean partitions' payloads are one gzip blob (``packed``, base64), unpacked by the browser
-(``DecompressionStream``) the first time one is opened: their figures repeat the same structure
-thousands of times, so the file shrinks several-fold and the page parses only what has findings.
+Over ``PACK_ABOVE`` bytes, the clean partitions' payloads are one gzip blob (``packed``, base64),
+unpacked by the browser (``DecompressionStream``) the first time one is opened: their figures
+repeat the same structure thousands of times, so the file shrinks several-fold and the page
+parses only what has findings.
 """
 
 from __future__ import annotations
@@ -77,12 +78,21 @@ def script_json(value: Any) -> str:
     return json.dumps(value, separators=(",", ":"), allow_nan=False).replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
 
 
-def pack(partitions: dict[str, Any]) -> str | None:
-    """Partition payloads as base64 of gzipped JSON (``None`` for none), for the page to unpack on
-    demand. gzip at level 6: level 9 takes several times longer for a few percent."""
+# Clean partitions' payloads are packed only above this many bytes of JSON: below it the report
+# is small anyway, and plain JSON opens in every browser (DecompressionStream needs Chromium 80,
+# Firefox 113 or Safari 16.4); above it the report's size is what matters.
+PACK_ABOVE = 1 << 20
+
+
+def pack(partitions: dict[str, Any], above: int = 0) -> str | None:
+    """Partition payloads as base64 of gzipped JSON, for the page to unpack on demand; ``None``
+    when there are none or their JSON is not over ``above`` bytes. gzip at level 6: level 9 takes
+    several times longer for a few percent."""
     if not partitions:
         return None
     raw = json.dumps(partitions, separators=(",", ":"), allow_nan=False).encode()
+    if len(raw) <= above:
+        return None
     return base64.b64encode(gzip.compress(raw, compresslevel=6, mtime=0)).decode("ascii")
 
 
@@ -214,6 +224,9 @@ def build_context(data: ReportData) -> dict[str, Any]:
                 "counts": {s: n for s in SEVERITIES if (n := sum(severity_of(f) == s for f in items))},
                 "worst": severity_of(items[0]) if items else None}
 
+    packed_clean = pack(packed, PACK_ABOVE)
+    if packed_clean is None:
+        payload.update(packed)
     views = [_finding_view(f) for items in groups.values() for f in items]
     # the findings list's anchors are f-1, f-2 … in this order: the box links to them
     anchors = {v["id"]: f"f-{i}" for i, v in enumerate(views, 1) if v["id"]}
@@ -254,7 +267,7 @@ def build_context(data: ReportData) -> dict[str, Any]:
         "manifest": _manifest(data),
         "timings": _timings(data.run),
         "payload": script_json({"base_layout": figures.BASE_LAYOUT, "trace_styles": figures.MARKER_STYLES, "partitions": payload,
-                                "packed": pack(packed), "event_fields": EVENT_FIELDS, "paths": list(paths)}),
+                                "packed": packed_clean, "event_fields": EVENT_FIELDS, "paths": list(paths)}),
         "has_timeline": bool(data.timeline),
         "css": _static("report.css"),
         "report_js": _static("report.js"),

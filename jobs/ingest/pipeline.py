@@ -7,9 +7,9 @@ Flow (all heavy work on executors, nothing parsed comes back to the driver):
    is never split: Kafka's default segment is 1 GiB and the parser streams it in 32 MiB chunks
    through bounded memory), smaller files of one log dir are grouped up to ``GROUP_BYTES`` /
    ``GROUP_FILES``; tasks are ordered largest first so the long ones start early;
-3. ``spark.range`` gives one Spark partition per task number and ``mapInArrow`` runs
-   ``tasks.run_task`` on each number's files (the task list travels with the function: Spark
-   broadcasts a function over 1 MB to each executor once), and the task writes each table's Parquet files itself
+3. the task list is written to the staging dir (``_work/tasks.arrow``, one Arrow record batch per
+   task); ``spark.range`` gives one Spark partition per task number and ``mapInArrow`` runs
+   ``tasks.run_task`` on the files of its number, read from that file, and the task writes each table's Parquet files itself
    (``task_writer.py``: ``tables/<name>/``, Hive folders per ``PARTITION_BY``) and hands back only
    counts. Each byte is parsed once and each row written once: no staging pass, no second write.
    The output DIR must be a path every executor sees (on a ``spark://`` cluster: a shared mount);
@@ -42,6 +42,16 @@ GROUP_BYTES = 64 << 20
 GROUP_FILES = 512
 
 FILE_FIELDS = ["abs_path", "path", "broker", "log_dir", "topic", "partition", "dir_state", "kind", "size", "mtime_ms", "archive"]
+TASK_LIST = pa.schema([
+    pa.field("task", pa.int32()),
+    pa.field("bytes", pa.int64()),
+    pa.field("files", pa.list_(pa.struct([
+        pa.field("abs_path", pa.string()), pa.field("path", pa.string()), pa.field("broker", pa.int32()),
+        pa.field("log_dir", pa.string()), pa.field("topic", pa.string()), pa.field("partition", pa.int32()),
+        pa.field("dir_state", pa.string()), pa.field("kind", pa.string()), pa.field("size", pa.int64()),
+        pa.field("mtime_ms", pa.int64()), pa.field("archive", pa.string()),
+    ]))),
+])
 
 
 @dataclass
@@ -93,14 +103,35 @@ def plan_tasks(files: list[disc.FileEntry], group_bytes: int = GROUP_BYTES) -> l
     return tasks
 
 
-def _parse_write(tasks: list[dict], tables_dir: str, payloads: bool, files_acc, bytes_acc, parse_acc, focus=None):
-    """The mapInArrow function of step 3 (a closure Spark ships to the executors, ``tasks`` in
-    it): parse the tasks numbered in its batches, write their tables' Parquet files there and
-    then, hand back only counts."""
+def write_task_list(tasks: list[dict], path: Path) -> None:
+    """The task list as an Arrow IPC file, task ``i`` in record batch ``i``, for ``read_task``.
+
+    Why a file in the staging dir, which every executor must see anyway: a task then reads its
+    own files and nothing else. Carried in the task function's closure, the whole list was
+    unpickled by every task (~0.3 s and ~80 MB a task at 100,000 files) and, over Spark Connect,
+    sat inline in a plan capped at 128 MiB; a DataFrame of the task rows is a Python RDD in
+    classic pyspark, with a second daemon and a second Python worker beside every parse task."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with pa.OSFile(str(path), "wb") as sink, pa.ipc.new_file(sink, TASK_LIST) as writer:
+        for t in tasks:
+            writer.write_batch(pa.RecordBatch.from_pylist([t], TASK_LIST))
+
+
+def read_task(path: str, number: int) -> dict:
+    """Task ``number`` of a ``write_task_list`` file (memory-mapped: only its batch is read)."""
+    with pa.memory_map(path) as source:
+        return pa.ipc.open_file(source).get_batch(number).to_pylist()[0]
+
+
+def _parse_write(task_list: str, tables_dir: str, payloads: bool, files_acc, bytes_acc, parse_acc, focus=None):
+    """The mapInArrow function of step 3 (a closure Spark ships to the executors): parse the
+    tasks numbered in its batches (read from ``task_list``), write their tables' Parquet files
+    there and then, hand back only counts."""
 
     def run(batches):
         from pyspark import TaskContext
 
+        from jobs.ingest.pipeline import read_task
         from jobs.ingest.task_writer import write_task
         from jobs.ingest.tasks import run_task
 
@@ -108,7 +139,7 @@ def _parse_write(tasks: list[dict], tables_dir: str, payloads: bool, files_acc, 
         attempt = context.attemptNumber() if context is not None else 0
         for batch in batches:
             for number in batch.column(0).to_pylist():
-                task = tasks[number]
+                task = read_task(task_list, number)
                 timing: dict = {}
                 counts = write_task(tables_dir, task["task"], attempt, run_task(task["files"], payloads, timing, focus), payloads)
                 yield from counts.to_batches()
@@ -122,13 +153,8 @@ def _parse_write(tasks: list[dict], tables_dir: str, payloads: bool, files_acc, 
 
 def task_frame(spark: SparkSession, tasks: list[dict]) -> DataFrame:
     """One row, and one Spark partition, per task number (``tasks[i]["task"] == i``, largest
-    first), for ``mapInArrow`` to look the task up in its closure.
-
-    Not a DataFrame of the task rows themselves: classic pyspark makes one from local rows (or
-    ``parallelize``) as a Python RDD, unpickled by Python workers of their own, which cost a
-    second daemon and a second Python process beside every parse task, each paying its start
-    (measured: four workers for two cores, the first tasks 0.8 s slower). A range needs no
-    Python at all, and is one partition per number over Spark Connect too."""
+    first). A range needs no Python to build, unlike a DataFrame of local rows (a Python RDD in
+    classic pyspark), and is one partition per number over Spark Connect too."""
     return spark.range(0, len(tasks), 1, len(tasks))
 
 
@@ -170,10 +196,12 @@ def ingest(spark: SparkSession, inputs: list[Path], work_dir: Path, payloads: bo
     counts = []
     with Progress(len(found.files), total_bytes, lambda: (files_acc.value, bytes_acc.value), enabled=progress and not remote):
         if tasks:
+            task_list = work_dir.absolute() / disc.WORK / "tasks.arrow"  # executors must see this path too
+            write_task_list(tasks, task_list)
             task_df = task_frame(spark, tasks)
             from .task_writer import COUNTS_SCHEMA
 
-            counts = task_df.mapInArrow(_parse_write(tasks, tables_dir, payloads, files_acc, bytes_acc, parse_acc, focus),
+            counts = task_df.mapInArrow(_parse_write(str(task_list), tables_dir, payloads, files_acc, bytes_acc, parse_acc, focus),
                                         _spark_schema(COUNTS_SCHEMA)).collect()
     seconds["parse"] = time.monotonic() - t1
     changes = disc.changes_since(found.files)

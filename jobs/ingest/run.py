@@ -105,7 +105,7 @@ def staged_ingest(inputs: list[Path], out: Path, master: str = "local[*]", paylo
                 registrar.finish()
         except Exception as exc:
             code = no_room(exc)
-            if spark is None and (code is not None or out_of_memory(exc)):
+            if spark is None and (code is not None or out_of_memory(exc, local=master.startswith("local"))):
                 heap = session.conf.get("spark.driver.memory", "?") if code is None else None  # while the JVM is there
                 # the tasks still running write into tmp: stop them first
                 logging.disable(logging.CRITICAL)  # py4j logs each call the dead JVM breaks

@@ -23,6 +23,7 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Iterable
+from functools import cache
 from pathlib import Path
 
 import pyarrow as pa
@@ -50,6 +51,23 @@ COUNTS_SCHEMA = pa.schema([
     pa.field("bytes", pa.int64()),  # Parquet bytes written
     pa.field("write_seconds", pa.float64()),
 ])
+
+
+@cache
+def writer_options(schema: pa.Schema) -> dict:
+    """ParquetWriter options for ``schema``: snappy, dictionaries and statistics everywhere but
+    in the digest columns. The per-column forms name Parquet leaf paths (``isr.list.element``,
+    not ``isr``), and a column a list leaves out gets the feature off: so the paths are read from
+    the Parquet schema pyarrow makes of ``schema``."""
+    if not any(name.endswith(DIGEST_SUFFIX) for name in schema.names):
+        return {"compression": "snappy"}
+    buf = pa.BufferOutputStream()
+    pq.write_table(schema.empty_table(), buf)
+    parquet = pq.ParquetFile(pa.BufferReader(buf.getvalue())).schema
+    leaves = [parquet.column(i).path for i in range(len(parquet))]
+    plain = [p for p in leaves if not p.split(".", 1)[0].endswith(DIGEST_SUFFIX)]
+    return {"compression": {p: "snappy" if p in plain else "none" for p in leaves}, "use_dictionary": plain,
+            "write_statistics": plain}
 
 
 def escape_path_name(value: str) -> str:
@@ -107,10 +125,7 @@ class TaskWriter:
             where.mkdir(parents=True, exist_ok=True)
             final = where / f"part-{self.task:05d}.parquet"
             temp = where / f".{final.name}.{self.attempt}{TEMP_SUFFIX}"
-            plain = [n for n in schema.names if not n.endswith(DIGEST_SUFFIX)]
-            codecs = {n: "snappy" if n in plain else "none" for n in schema.names}
-            self.writers[key] = (pq.ParquetWriter(temp, schema, compression=codecs, use_dictionary=plain,
-                                                  write_statistics=plain), temp, final)
+            self.writers[key] = (pq.ParquetWriter(temp, schema, **writer_options(schema)), temp, final)
         return self.writers[key][0]
 
     def write(self, name: str, table: pa.Table) -> None:

@@ -80,16 +80,18 @@ OWN_COLUMNS: dict[str, set[str]] = {
 }
 
 
-_scalars_of: list = [None, {}]  # the last file's (values, {column: pa.scalar}): its pieces come in a row
+_scalars_of: tuple = (None, {})  # the last file's (values, {column: pa.scalar}): its pieces come in a row
 
 
 def _common(n: int, f: dict, names: Iterable[str] = ("broker", "log_dir", "topic", "partition", "dir_state", "path")) -> dict:
     """The file's own columns, one value repeated on every row (``pa.repeat``: a Python list of
     ``n`` copies cost ~170 ns a row per column, a seventh of a segment's whole ingest)."""
+    global _scalars_of
     values = tuple(f[c.name] for c in COMMON)
-    if _scalars_of[0] != values:
-        _scalars_of[:] = [values, {c.name: pa.scalar(v, c.type) for c, v in zip(COMMON, values)}]
-    scalars = _scalars_of[1]
+    known, scalars = _scalars_of  # (one tuple, swapped whole: threads never see half of one)
+    if known != values:
+        scalars = {c.name: pa.scalar(v, c.type) for c, v in zip(COMMON, values)}
+        _scalars_of = (values, scalars)
     return {c.name: pa.repeat(scalars[c.name], n) for c in COMMON if c.name in names}
 
 

@@ -229,30 +229,48 @@ def open_catalog(out: Path, master: str = "local[*]") -> SparkSession:
 
 
 _DATA_QUERY = re.compile(r"\s*\(*\s*(select|with|from|table|values)\b", re.I)
-_QUOTED = re.compile(r"'(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\"")
-_RELATION = re.compile(r"\b(?:from|join|table)\s+(`[^`]+`|[\w.]+)", re.I)
-_CTE = re.compile(r"(?:\bwith|,)\s*(`[^`]+`|\w+)\s*(?:\([^)]*\))?\s+as\s*\(", re.I)
+# strings and comments, scanned left to right so that a quote in a comment or "--" in a string
+# is read as what it is
+_LITERALS = re.compile(r"'(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\"|--[^\n]*|/\*.*?\*/", re.S)
+_WRITES = re.compile(r"\b(insert|merge|update|delete|create|drop|alter|truncate|cache|uncache|refresh|load|msck)\b", re.I)
+_NAME = r"`[^`]+`|[\w.]+"
+_CLAUSE_END = (r"(?=\b(?:where|group|order|having|limit|offset|join|inner|left|right|full|cross|natural|anti|semi|union|"
+               r"intersect|except|minus|window|lateral|on|using|sort|cluster|distribute|qualify|pivot|unpivot|tablesample)\b|[();]|$)")
+_FROM_LIST = re.compile(r"\bfrom\b(.*?)" + _CLAUSE_END, re.I | re.S)
+_JOINED = re.compile(r"\b(?:join|table)\s*\(?\s*(" + _NAME + ")", re.I)
+_CTE = re.compile(r"(?:\bwith(?:\s+recursive)?|,)\s*(" + _NAME + r")\s*(?:\([^)]*\))?\s+as\s*\(", re.I)
+_SUBQUERY_WORDS = {"select", "with", "values", "from", "table", "lateral"}
 
 
 def tables_of_query(query: str, names: list[str]) -> list[str] | None:
-    """The DIR tables a read-only query reads, when that is certain from its text: it is a data
-    query (SELECT, WITH, FROM, TABLE, VALUES) and every name after FROM, JOIN or TABLE is one of
-    ``names`` or a CTE of the query. ``None`` otherwise (SHOW, DESCRIBE, DDL, another catalog's
-    table, a name in a form this does not read): then the query needs DIR's catalog."""
+    """The DIR tables to name as views for a one-shot query, when its text says for certain
+    that it only reads DIR's tables: a data query (SELECT, WITH, FROM, TABLE, VALUES), no write
+    or DDL keyword, and every relation it reads (each item of a FROM list, each JOIN or TABLE
+    operand) is one of ``names`` or a CTE of the query. Then every name of ``names`` that stands
+    as a word anywhere in it is returned (a superset: a CTE may read the table it shadows, and a
+    spare view costs nothing). ``None`` otherwise (SHOW, DESCRIBE, DDL, another catalog's table,
+    a relation in a form this does not read): the query needs DIR's catalog."""
     if not _DATA_QUERY.match(query):
         return None
-    text = _QUOTED.sub("''", query)
+    text = _LITERALS.sub(" '' ", query)
+    if _WRITES.search(text):
+        return None
     known = {n.lower() for n in names}
     ctes = {m.strip("`").lower() for m in _CTE.findall(text)}
-    used: set[str] = set()
-    for ref in _RELATION.findall(text):
+    relations = [m for m in _JOINED.findall(text)]
+    for listed in _FROM_LIST.findall(text):
+        for item in listed.split(","):
+            first = re.match(r"\s*(" + _NAME + ")", item)
+            if first:
+                relations.append(first.group(1))
+    for ref in relations:
         ref = ref.strip("`").lower()  # (``default.records`` is not a temporary view's name: catalog)
-        if ref in ctes:
+        if ref in _SUBQUERY_WORDS or ref in ctes:
             continue
         if ref not in known:
             return None
-        used.add(ref)
-    return sorted(used)
+    words = {w.lower() for w in re.findall(r"[A-Za-z_][\w]*", text)} | {w.strip("`").lower() for w in re.findall(r"`[^`]+`", text)}
+    return sorted(n for n in known if n in words)
 
 
 def open_views(out: Path, tables: list[str], master: str = "local[*]") -> SparkSession:
@@ -269,7 +287,10 @@ def open_views(out: Path, tables: list[str], master: str = "local[*]") -> SparkS
         raise FileNotFoundError(f"{out}: no tables/ folder (not an ingest output)")
     spark = get_session(master)
     for name in tables:
-        spark.read.parquet(str(out.resolve() / "tables" / name)).createOrReplaceTempView(name)
+        try:
+            spark.read.parquet(str(out.resolve() / "tables" / name)).createOrReplaceTempView(name)
+        except Exception as exc:  # (AnalysisException: a table folder without Parquet files, unreadable...)
+            raise ValueError(f"{out}: table {name} cannot be read: {str(exc).strip().splitlines()[0]}") from None
     return spark
 
 

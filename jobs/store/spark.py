@@ -56,7 +56,7 @@ SMALL_INPUT = 256 << 20  # below this, Spark's fixed costs (JIT, codegen, tasks)
 TINY_INPUT = 4 << 20
 
 
-def sized_confs(input_bytes: int | None, cores: int) -> dict[str, str]:
+def sized_confs(input_bytes: int | None, cores: int, remote: bool = False) -> dict[str, str]:
     """Spark confs sized to the work, so a kilobyte collection does not pay for a terabyte one.
 
     Why: on a small collection nearly all of an analysis is Spark's fixed cost per query, not data:
@@ -76,7 +76,8 @@ def sized_confs(input_bytes: int | None, cores: int) -> dict[str, str]:
         gib = 1 if small else min(8, 2 + input_bytes // (4 << 30))
     heap = "512m" if input_bytes is not None and input_bytes < TINY_INPUT else f"{gib}g"
     confs = {
-        "spark.driver.memory": driver_memory(heap),
+        # (over Spark Connect the server's driver has its own heap: KF_DRIVER_MEMORY is not read)
+        "spark.driver.memory": heap if remote else driver_memory(heap),
         "spark.sql.shuffle.partitions": str(max(1, cores) if small else max(8, 4 * cores)),
     }
     if small:
@@ -129,7 +130,7 @@ def get_session(master: str = "local[*]", catalog_dir: Path | None = None, app: 
 
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
-    confs = sized_confs(input_bytes, _cores(master))
+    confs = sized_confs(input_bytes, _cores(master), remote=is_remote_url(master))
     if shuffle_partitions != 8 or input_bytes is None:
         confs["spark.sql.shuffle.partitions"] = str(shuffle_partitions)
     settings = {
@@ -294,12 +295,14 @@ class OutOfMemory(ValueError):
 _OUT_OF_MEMORY = ("java.lang.OutOfMemoryError", "Not enough memory to build and broadcast", "TaskResultLost")
 
 
-def out_of_memory(exc: BaseException) -> bool:
-    """Whether ``exc`` (a py4j error carrying the JVM's text) says the heap ran out."""
+def out_of_memory(exc: BaseException, local: bool = True) -> bool:
+    """Whether ``exc`` (a py4j error carrying the JVM's text) says the heap ran out. TaskResultLost
+    counts only on a ``local`` master: on a cluster a result is also lost when an executor dies,
+    and the driver's heap is not to blame."""
     from .outdir import error_text
 
     said = error_text(exc)
-    return said is not None and any(s in said for s in _OUT_OF_MEMORY)
+    return said is not None and any(s in said for s in _OUT_OF_MEMORY if local or s != "TaskResultLost")
 
 
 class Interrupted(BaseException):

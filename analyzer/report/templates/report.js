@@ -153,7 +153,7 @@
 
   function drawPartition(details, p) {
     var body = details.querySelector(".partition-body");
-    if (p.error) { body.appendChild(el("p", p.error, "dim")); return; }
+    if (p.error) { body.appendChild(el("p", p.error, "dim")); details.setAttribute("data-drawn", "error"); return; }
     var tl = body.appendChild(el("div", null, "timeline"));
     var evs = p.events ? body.appendChild(el("div", null, "events")) : null;
     var lin = body.appendChild(el("div", null, "lineage"));
