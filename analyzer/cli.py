@@ -155,7 +155,7 @@ def sql(
     Example: kafka-forensics sql /tmp/case1 "select broker, topic, partition, count(*) from records group by 1,2,3"
     """
     from jobs.store import catalog
-    from jobs.store.spark import RemoteUnreachable
+    from jobs.store.spark import RemoteUnreachable, is_remote_url
 
     from . import sql as sql_mod
 
@@ -165,7 +165,7 @@ def sql(
     _log_to_stderr(quiet, verbose)
     tables = None  # a one-shot read of DIR's tables needs no metastore (catalog.open_views), unless
     # DIR moved or changed since its catalog was built: then this run rebuilds it for spark-sql and pyspark
-    if query is not None and not master.startswith("sc://") and (out / "tables").is_dir() and not catalog.needs_registration(out):
+    if query is not None and not is_remote_url(master) and (out / "tables").is_dir() and not catalog.needs_registration(out):
         tables = catalog.tables_of_query(query, catalog.table_names(out))
     try:
         spark = catalog.open_catalog(out, master) if tables is None else catalog.open_views(out, tables, master)

@@ -128,21 +128,28 @@ def step_of(func: tuple) -> str:
     return next((step for step, keys in STEPS if any(k in name for k in keys)), "Arrow glue, Python")
 
 
+def segment_tasks(src: Path, work: Path, n: int) -> list[dict]:
+    """The first ``n`` parse tasks of one segment each of ``src``, largest first (every file
+    alone: a group of 1 byte; ``--quick``'s segments are too small to be tasks of their own)."""
+    from jobs.ingest import discover as disc
+    from jobs.ingest.pipeline import plan_tasks
+
+    found = disc.discover_inputs([src], work)
+    return [t for t in plan_tasks(found.files, 1) if t["files"][0]["kind"] == "segment"][:n]
+
+
 def per_record(src: Path, segments: int = 4) -> tuple[int, dict[str, float]]:
     """(records, seconds per step) of one parse task's code over the first ``segments`` segments,
     in this process (kernels warmed on one segment first), as ``cProfile`` splits it."""
     import cProfile
     import pstats
 
-    from jobs.ingest import discover as disc
-    from jobs.ingest.pipeline import plan_tasks
     from jobs.ingest.task_writer import write_task
     from jobs.ingest.tasks import run_task
 
     work = Path(tempfile.mkdtemp(prefix="kf-ingest-steps-"))
     try:
-        found = disc.discover_inputs([src], work)
-        tasks = [t for t in plan_tasks(found.files, 64 << 20) if t["files"][0]["kind"] == "segment"][:segments + 1]
+        tasks = segment_tasks(src, work, segments + 1)
         write_task(str(work / "warm"), 0, 0, run_task(tasks[0]["files"]))
         prof = cProfile.Profile()
         prof.enable()
@@ -153,7 +160,8 @@ def per_record(src: Path, segments: int = 4) -> tuple[int, dict[str, float]]:
     records = sum(r["rows"] for c in counts for r in c.to_pylist() if r["table"] == "records")
     steps: dict[str, float] = {}
     for func, (_, _, tottime, _, _) in pstats.Stats(prof).stats.items():
-        steps[step_of(func)] = steps.get(step_of(func), 0.0) + tottime
+        step = step_of(func)
+        steps[step] = steps.get(step, 0.0) + tottime
     return records, steps
 
 
@@ -168,15 +176,12 @@ def ceiling(src: Path) -> tuple[float, float]:
 
 def plain(src: Path, index: int, of: int) -> None:
     """Child of ``ceiling``: every ``of``-th segment task from ``index``, timed after a warm-up; prints MB/s."""
-    from jobs.ingest import discover as disc
-    from jobs.ingest.pipeline import plan_tasks
     from jobs.ingest.task_writer import write_task
     from jobs.ingest.tasks import run_task
 
     work = Path(tempfile.mkdtemp(prefix="kf-ingest-plain-"))
     try:
-        found = disc.discover_inputs([src], work)
-        tasks = [t for t in plan_tasks(found.files, 64 << 20) if t["files"][0]["kind"] == "segment"][:8]
+        tasks = segment_tasks(src, work, 8)
         write_task(str(work / "warm"), 0, 0, run_task(tasks[-1]["files"]))
         mine = tasks[index::of] if of > 1 else tasks[:4]
         t0 = time.perf_counter()

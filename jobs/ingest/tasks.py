@@ -165,11 +165,10 @@ class _Hasher:
         return digest
 
 
-def parse_file(f: dict, payloads: bool = False, files_row=None) -> Iterator[tuple[str, pa.Table]]:
-    """(table name, Arrow table) pieces for one file, ending with its ``files`` row (made by
-    ``files_row(f, sha256)``, default a one-row table). Never raises: an unreadable or
-    unparseable file becomes a ``problems`` row naming it."""
-    files_row = files_row or files_table
+def parse_file(f: dict, payloads: bool = False, as_rows: bool = False) -> Iterator[tuple[str, pa.Table]]:
+    """(table name, Arrow table) pieces for one file, ending with its ``files`` row: a one-row
+    table, or with ``as_rows`` the ``files_row`` dict (``run_task`` makes one table of a task's).
+    Never raises: an unreadable or unparseable file becomes a ``problems`` row naming it."""
     kind = f["kind"]
     sha = None
     problems: list[tuple[int, str, str]] = []
@@ -213,7 +212,8 @@ def parse_file(f: dict, payloads: bool = False, files_row=None) -> Iterator[tupl
         problems.append((0, "parser_error", f"{type(exc).__name__}: {exc} (at {where.filename.rsplit('/', 1)[-1]}:{where.lineno})"))
     if problems:
         yield "problems", problem_rows(f, problems)
-    yield "files", files_row(f, sha)
+    row = files_row(f, sha)
+    yield "files", row if as_rows else files_table([row])
 
 
 def unreadable_detail(exc: OSError) -> str:
@@ -237,9 +237,9 @@ def files_row(f: dict, sha: str | None) -> dict:
     return row
 
 
-def files_table(f: dict, sha: str | None) -> pa.Table:
-    """The ``files`` row of one file as a one-row table."""
-    return pa.Table.from_pylist([files_row(f, sha)], schema=_layout("files", False)[0])
+def files_table(rows: list[dict]) -> pa.Table:
+    """``files_row`` rows as a ``files`` table."""
+    return pa.Table.from_pylist(rows, schema=_layout("files", False)[0])
 
 
 def run_task(files: list[dict], payloads: bool = False, timing: dict | None = None,
@@ -262,7 +262,7 @@ def run_task(files: list[dict], payloads: bool = False, timing: dict | None = No
         return name, pa.concat_tables(tables) if len(tables) > 1 else tables[0]
 
     def files_rows() -> Iterator[tuple[str, pa.Table]]:
-        table = pa.Table.from_pylist(file_rows, schema=_layout("files", False)[0])
+        table = files_table(file_rows)
         file_rows.clear()
         if focus is not None:
             table = focus.rows(table)
@@ -270,7 +270,7 @@ def run_task(files: list[dict], payloads: bool = False, timing: dict | None = No
             yield "files", table
 
     for f in files:
-        pieces = parse_file(f, payloads, files_row)
+        pieces = parse_file(f, payloads, as_rows=True)
         while True:
             t = time.perf_counter()
             item = next(pieces, None)

@@ -198,16 +198,22 @@ def _quote(path: Path) -> str:
     return str(path).replace("\\", "\\\\").replace("'", "\\'")
 
 
-def open_catalog(out: Path, master: str = "local[*]") -> SparkSession:
-    """A session whose catalog names DIR's tables, rebuilding the metastore first if it is stale.
-    Must be the first catalog use of this process's JVM (see the module doc). On a Spark Connect
-    server (``sc://`` master) the tables are the session's temporary views instead."""
+def _ingested(out: Path) -> Path:
+    """DIR, absolute, after ``recover`` (an interrupted swap finished or undone); it must hold tables/."""
     from jobs.store.outdir import recover
 
     out = Path(out).absolute()
     recover(out)
     if not (out / "tables").is_dir():
         raise FileNotFoundError(f"{out}: no tables/ folder (not an ingest output)")
+    return out
+
+
+def open_catalog(out: Path, master: str = "local[*]") -> SparkSession:
+    """A session whose catalog names DIR's tables, rebuilding the metastore first if it is stale.
+    Must be the first catalog use of this process's JVM (see the module doc). On a Spark Connect
+    server (``sc://`` master) the tables are the session's temporary views instead."""
+    out = _ingested(out)
     if is_remote_url(master):
         spark = get_session(master)
         register_views(spark, out)
@@ -257,7 +263,7 @@ def tables_of_query(query: str, names: list[str]) -> list[str] | None:
         return None
     known = {n.lower() for n in names}
     ctes = {m.strip("`").lower() for m in _CTE.findall(text)}
-    relations = [m for m in _JOINED.findall(text)]
+    relations = _JOINED.findall(text)
     for listed in _FROM_LIST.findall(text):
         for item in listed.split(","):
             first = re.match(r"\s*(" + _NAME + ")", item)
@@ -279,12 +285,7 @@ def open_views(out: Path, tables: list[str], master: str = "local[*]") -> SparkS
     Why, for a one-shot query: booting Derby and Hive's client takes seconds for a query that
     only reads a few Parquet tables. Views of just the tables the query names leave DIR's catalog
     alone (no lock, no rebuild), so one-shot queries can also run side by side."""
-    from jobs.store.outdir import recover
-
-    out = Path(out).absolute()
-    recover(out)
-    if not (out / "tables").is_dir():
-        raise FileNotFoundError(f"{out}: no tables/ folder (not an ingest output)")
+    out = _ingested(out)
     spark = get_session(master)
     for name in tables:
         try:
