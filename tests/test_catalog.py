@@ -125,3 +125,28 @@ def test_which_queries_are_read_from_views():
                   "insert into records select * from records", "select * from records r, default.secret s",
                   "with x as (select 1) insert into records select * from x", "from records insert into foo select *"):
         assert tables_of_query(query, names) is None, query
+
+
+def test_tables_are_read_with_their_schema_and_no_spark_job(spark, tmp_path):
+    """Without a schema Spark infers a Parquet folder's with a job of its own (one per table: the
+    catalog's registration and a one-shot query's views paid ~28 of them). A job table's schema
+    is in its footer and an ingested table's is ours, payload columns included when written."""
+    import pyarrow.parquet as pq
+
+    from jobs.store.io import read_table, table_path, write_table
+    from jobs.store.tables import schema_of
+
+    df = spark.range(3).selectExpr("id", "cast(id as string) AS s", "array(id) AS a", "named_struct('x', id, 'y', 'z') AS st")
+    write_table(df.coalesce(1), tmp_path, "some_job_table")
+    records = table_path(tmp_path, "records") / "topic=t"
+    records.mkdir(parents=True)
+    with_payloads = schema_of("records", payloads=True)
+    pq.write_table(with_payloads.empty_table().drop_columns(["topic"]), records / "part-0.parquet")
+
+    tracker = spark.sparkContext.statusTracker()
+    jobs = lambda: len(tracker.getJobIdsForGroup(None))  # noqa: E731
+    before = jobs()
+    job_table, recs = read_table(spark, tmp_path, "some_job_table"), read_table(spark, tmp_path, "records")
+    assert jobs() == before, "reading a table's schema ran a Spark job"
+    assert job_table.schema == spark.read.parquet(str(table_path(tmp_path, "some_job_table"))).schema
+    assert {"key", "value"} <= set(recs.columns) and set(recs.columns) == set(with_payloads.names)

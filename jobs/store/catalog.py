@@ -41,6 +41,7 @@ from pathlib import Path
 
 from pyspark.sql import SparkSession
 
+from jobs.store.io import read_parquet
 from jobs.store.outdir import pause_point
 from jobs.store.spark import catalog_confs, get_session, is_remote_url, scratch_dir
 
@@ -119,13 +120,15 @@ def claim(out: Path) -> bool:
     return True
 
 
-def create_table(spark: SparkSession, name: str, files: Path, location: Path) -> None:
+def create_table(spark: SparkSession, name: str, files: Path, location: Path, fresh: bool = False) -> None:
     """(Re)create table ``name`` at ``location``, declared with the schema Spark reads from the
-    Parquet files under ``files`` (the same folder, or its staged copy) and their Hive partitions."""
-    ddl = spark.read.parquet(str(files))._jdf.schema().toDDL()
+    Parquet files under ``files`` (the same folder, or its staged copy) and their Hive partitions.
+    ``fresh``: the metastore is new and holds no such table (no DROP: a metastore round trip)."""
+    ddl = read_parquet(spark, files, name)._jdf.schema().toDDL()
     parts = _partition_columns(files)
     partitioned = f" PARTITIONED BY ({', '.join(f'`{c}`' for c in parts)})" if parts else ""
-    spark.sql(f"DROP TABLE IF EXISTS `{name}`")
+    if not fresh:
+        spark.sql(f"DROP TABLE IF EXISTS `{name}`")
     spark.sql(f"CREATE TABLE `{name}` ({ddl}) USING parquet{partitioned} LOCATION '{_quote(location)}'")
 
 
@@ -189,7 +192,7 @@ class Registrar:
         try:
             self.spark.sql("SHOW DATABASES").collect()  # boots Derby and creates the metastore's schema
             while (name := self._queue.get()) is not None:
-                create_table(self.spark, name, self.tmp / "tables" / name, self.out / "tables" / name)
+                create_table(self.spark, name, self.tmp / "tables" / name, self.out / "tables" / name, fresh=True)
         except BaseException as exc:  # handed to the main thread by ``finish``
             self._error = exc
 
@@ -289,7 +292,7 @@ def open_views(out: Path, tables: list[str], master: str = "local[*]") -> SparkS
     spark = get_session(master)
     for name in tables:
         try:
-            spark.read.parquet(str(out.resolve() / "tables" / name)).createOrReplaceTempView(name)
+            read_parquet(spark, out.resolve() / "tables" / name, name).createOrReplaceTempView(name)
         except Exception as exc:  # (AnalysisException: a table folder without Parquet files, unreadable...)
             raise ValueError(f"{out}: table {name} cannot be read: {str(exc).strip().splitlines()[0]}") from None
     return spark

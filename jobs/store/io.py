@@ -6,6 +6,7 @@ missing one reads as an empty table with its schema.
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 
@@ -20,21 +21,56 @@ def table_path(out: Path, name: str) -> Path:
     return Path(out) / "tables" / name
 
 
+def declared_schema(path: Path, name: str):
+    """The Spark schema of table folder ``path`` (table ``name``) without a Spark job, or None.
+
+    Why: without a schema Spark infers one with a job per table that reads a footer in a thread
+    pool of its own; registering ~28 tables in the catalog, or opening them as views for one
+    query, paid those jobs beside the analysis (and 7 CPU-s on two cores). The schema is known
+    without them: an ingested table's is ours (with the payload columns when its files hold
+    them, ``--payloads``), and a job table's is in its files' footer, where Spark wrote it."""
+    from pyspark.sql.pandas.types import from_arrow_schema
+    from pyspark.sql.types import StructType
+
+    first = next(Path(path).rglob("*.parquet"), None)
+    if first is None:
+        return None
+    import pyarrow.parquet as pq
+
+    try:
+        footer = pq.read_schema(first)
+    except (OSError, pa.ArrowException):
+        return None
+    if name in ALL_TABLES:
+        ours = schema_of(name, payloads=name == "records" and "value" in footer.names)
+        # (a column of the files that our schema lacks, from another version: let Spark read it)
+        return from_arrow_schema(ours) if set(footer.names) <= set(ours.names) else None
+    spark_json = (footer.metadata or {}).get(b"org.apache.spark.sql.parquet.row.metadata")
+    if spark_json is None or any(p.is_dir() and "=" in p.name for p in Path(path).iterdir()):
+        return None  # (a partitioned folder's partition columns are not in the footer)
+    return StructType.fromJson(json.loads(spark_json))
+
+
+def read_parquet(spark: SparkSession, path: Path, name: str) -> DataFrame:
+    """Table folder ``path`` as a DataFrame, with its ``declared_schema`` where there is one."""
+    known = declared_schema(path, name)
+    reader = spark.read if known is None else spark.read.schema(known)
+    return reader.parquet(str(path))
+
+
 def read_table(spark: SparkSession, out: Path, name: str) -> DataFrame:
     """Table ``name`` of an output DIR, without needing the catalog (an empty table if absent).
 
-    An ingested table is read with the schema it was written with: Spark then needs no job to
-    infer it from the files' footers (a job per table, most of a small analysis's reading)."""
+    Read with its declared schema (``declared_schema``): Spark then needs no job to infer it from
+    the files' footers (a job per table, most of a small analysis's reading)."""
     from pyspark.sql.pandas.types import from_arrow_schema
 
     path = table_path(out, name)
-    known = from_arrow_schema(schema_of(name)) if name in ALL_TABLES else None
     if not path.is_dir() or not (any(path.glob("*.parquet")) or any(path.glob("*=*"))):
-        if known is not None:
-            return spark.createDataFrame([], known)
+        if name in ALL_TABLES:
+            return spark.createDataFrame([], from_arrow_schema(schema_of(name)))
         raise FileNotFoundError(f"no table {name!r} in {out}")
-    reader = spark.read if known is None else spark.read.schema(known)
-    return reader.parquet(str(path))
+    return read_parquet(spark, path, name)
 
 
 def write_table(df: DataFrame, out: Path, name: str, partition_by: list[str] | None = None) -> Path:

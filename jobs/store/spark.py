@@ -159,6 +159,11 @@ def get_session(master: str = "local[*]", catalog_dir: Path | None = None, app: 
         "spark.ui.retainedStages": "100",
         "spark.ui.retainedTasks": "1000",
         "spark.ui.dagGraph.retainedRootRDDs": "100",
+        # pyspark's DataFrame debugging wraps every Column call in ~4 py4j round trips (the active
+        # session, a conf read, the call site set and cleared) and a Python stack walk: an
+        # analysis builds ~1,200 Column expressions, so ~5,000 of its ~21,000 round trips were
+        # this. The call site only names the Python line in an analysis error's message.
+        "spark.python.sql.dataFrameDebugging.enabled": "false",
     }
     if is_remote_url(master):
         return remote_session(master, settings | confs)
