@@ -37,7 +37,8 @@ def idempotent(first: int, last: int, pid: int, seq0: int, per: int = 5, ts: int
 
 
 @pytest.fixture(scope="module")
-def zoo(spark, tmp_path_factory):
+def zoo_run(spark, tmp_path_factory):
+    """The zoo written and analyzed once: (findings document, output DIR)."""
     root = tmp_path_factory.mktemp("zoo")
     data = root / "data"
     cfg = LogConfig(segment_bytes=1 << 20)
@@ -89,7 +90,12 @@ def zoo(spark, tmp_path_factory):
         fh.write(again.segments[0].log_path.read_bytes())
 
     doc = build([data], root / "out", spark=spark, progress=False, register_catalog=False)
-    return doc
+    return doc, root / "out"
+
+
+@pytest.fixture(scope="module")
+def zoo(zoo_run):
+    return zoo_run[0]
 
 
 EXPECTED = {
@@ -143,3 +149,25 @@ def test_a_jbod_broker_stopped_uncleanly_is_one_finding_naming_both_log_dirs(zoo
     assert "broker-4/data-a" in f["explanation"] and "broker-4/data-b" in f["explanation"]
     details = " ".join(e["detail"] for e in f["evidence"])
     assert "jbod-a-0: recovery point 10 behind LEO 20" in details and "jbod-b-0: recovery point 10 behind LEO 20" in details
+
+
+def test_detectors_read_the_job_tables_from_their_files(zoo_run, spark, tmp_path):
+    """Cached, a job table carried its whole plan into every detector's query, and Spark planned
+    through it each time (a third of a small collection's jobs phase): the detectors read each
+    job table back from the files its write left, and caches none of them."""
+    from pyspark import StorageLevel
+
+    from jobs.findings.case import Case
+
+    _, analyzed = zoo_run
+    out = tmp_path / "out"
+    shutil.copytree(analyzed, out)
+    case = Case.open(spark, out)
+    try:
+        for name in ("replica_logs", "metadata_events", "epoch_lineage", "offset_ranges"):
+            df = getattr(case, name)
+            files = df.inputFiles()
+            assert files and all(f"/tables/{name}/" in f for f in files), (name, files[:3])
+            assert df.storageLevel == StorageLevel.NONE, name
+    finally:
+        case.close()

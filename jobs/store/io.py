@@ -32,7 +32,8 @@ def declared_schema(path: Path, name: str):
     from pyspark.sql.pandas.types import from_arrow_schema
     from pyspark.sql.types import StructType
 
-    first = next(Path(path).rglob("*.parquet"), None)
+    path = Path(path)
+    first = next((f for f in path.rglob("*.parquet") if not any(part[0] in "_." for part in f.relative_to(path).parts)), None)
     if first is None:
         return None
     import pyarrow.parquet as pq
@@ -46,7 +47,7 @@ def declared_schema(path: Path, name: str):
         # (a column of the files that our schema lacks, from another version: let Spark read it)
         return from_arrow_schema(ours) if set(footer.names) <= set(ours.names) else None
     spark_json = (footer.metadata or {}).get(b"org.apache.spark.sql.parquet.row.metadata")
-    if spark_json is None or any(p.is_dir() and "=" in p.name for p in Path(path).iterdir()):
+    if spark_json is None or any(p.is_dir() and "=" in p.name for p in path.iterdir()):
         return None  # (a partitioned folder's partition columns are not in the footer)
     return StructType.fromJson(json.loads(spark_json))
 
