@@ -171,3 +171,23 @@ def test_detectors_read_the_job_tables_from_their_files(zoo_run, spark, tmp_path
             assert df.storageLevel == StorageLevel.NONE, name
     finally:
         case.close()
+
+
+def test_agreeing_replicas_are_not_compared_record_by_record(zoo_run, spark, tmp_path):
+    """Brokers 1 and 2 hold the same batches of ok-0 and tid-0: no record can differ, so divergence
+    and loss ask one question (is any batch without its twin?) and build no record-level diffs
+    (two dozen Spark jobs over nothing, on every healthy collection)."""
+    from jobs.findings import divergence, loss
+    from jobs.findings.case import Case
+    from jobs.replicas import compare
+
+    _, analyzed = zoo_run
+    out = tmp_path / "out"
+    shutil.copytree(analyzed, out)
+    case = Case.open(spark, out)
+    try:
+        assert divergence.find(case) == [] and loss.find(case) == []
+        assert case.replicas_agree and "diffs" not in case.__dict__
+        assert compare.replica_pairs(case.replica_logs).count() == 2  # (ok-0 and tid-0: there were pairs to compare)
+    finally:
+        case.close()

@@ -234,10 +234,13 @@ def consumer_read_lost(commits: list, ranges: list[Finding], leo: dict[tuple[str
 def _committed_ranges(case) -> list:
     if not case.survivors:
         return []
-    lost = committed_loss(hw_lost_offsets(case.diffs, case.survivors_df), case.replica_logs)
+    # (replicas that agree batch for batch lose nothing to each other: no record-level diffs to read)
+    parts = [] if case.replicas_agree else [committed_loss(hw_lost_offsets(case.diffs, case.survivors_df), case.replica_logs)]
     if case.ledger_records is not None:
-        led = ledger_lost_offsets(case.ledger_records, case.tables["records"], case.batches, case.survivors_df)
-        lost = lost.select(*led.columns).unionByName(led)
+        parts.append(ledger_lost_offsets(case.ledger_records, case.tables["records"], case.batches, case.survivors_df))
+    if not parts:
+        return []
+    lost = parts[0] if len(parts) == 1 else parts[0].select(*parts[1].columns).unionByName(parts[1])
     return loss_ranges(lost)
 
 

@@ -86,19 +86,28 @@ def with_txn_outcome(batches: DataFrame, records: DataFrame) -> DataFrame:
     ).drop("control_type")
 
 
-def record_diffs(batches: DataFrame, records: DataFrame, replica_logs: DataFrame) -> DataFrame:
-    """Per (pair, offset) where two replicas differ: status and both sides' record details.
+def unmatched_batches(batches: DataFrame, replica_logs: DataFrame) -> tuple[DataFrame, DataFrame]:
+    """Per replica pair, the batches of ``a`` with no identical twin on ``b``, and of ``b`` on ``a``:
+    all the records two replicas can differ in lie in these (none: the replicas agree).
 
-    ``batches`` must carry ``aborted`` (see ``with_txn_outcome``).
-    """
+    ``batches`` must carry ``aborted`` (see ``with_txn_outcome``)."""
     # A batch failing its CRC is not readable data (it is a crc_mismatch finding of its own);
     # comparing its decoded records would report the damage a second time as divergence.
     b = batches.where(F.coalesce(F.col("crc_valid"), F.lit(True))).select(
         "topic", "partition", "broker", "base_offset", "last_offset", "crc", *BATCH_COLS
     )
     pairs = replica_pairs(replica_logs)
-    ua = _unmatched(b, pairs, "a", "b")
-    ub = _unmatched(b, pairs, "b", "a")
+    return _unmatched(b, pairs, "a", "b"), _unmatched(b, pairs, "b", "a")
+
+
+def record_diffs(batches: DataFrame, records: DataFrame, replica_logs: DataFrame,
+                 unmatched: tuple[DataFrame, DataFrame] | None = None) -> DataFrame:
+    """Per (pair, offset) where two replicas differ: status and both sides' record details.
+
+    ``batches`` must carry ``aborted`` (see ``with_txn_outcome``); ``unmatched``: their
+    ``unmatched_batches``, if already planned.
+    """
+    ua, ub = unmatched or unmatched_batches(batches, replica_logs)
     live = live_records(records)
     ra = _side_records(live, ua, "a")
     rb = _side_records(live, ub, "b")
