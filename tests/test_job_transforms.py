@@ -110,3 +110,15 @@ def test_timeline_keeps_each_log_line_whole(spark):
     assert long, "the controller logs its unclean partition change in a line over 300 characters"
     for r in rows:
         assert r["detail"] == lines[r["position"] - 1].rstrip()
+
+
+def test_collected_rows_do_not_depend_on_how_a_table_was_split(spark):
+    """A table read back from its files comes biggest file first, not in the order it was written:
+    the rows the detectors build evidence and finding ids from are sorted by value."""
+    from jobs.store.io import collected
+
+    rows = [(3, "c", [1]), (1, None, None), (2, "b", [2, 1]), (1, "a", [0])]
+    a = spark.createDataFrame(rows, "n int, s string, l array<int>").repartition(3)
+    b = spark.createDataFrame(list(reversed(rows)), "n int, s string, l array<int>").coalesce(1)
+    assert [tuple(r) for r in collected(a)] == [tuple(r) for r in collected(b)] == [
+        (1, "a", [0]), (1, None, None), (2, "b", [2, 1]), (3, "c", [1])]

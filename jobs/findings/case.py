@@ -2,8 +2,8 @@
 computed once per run.
 
 ``Case.open`` builds the job tables (replica_logs, metadata_events, epoch_lineage, offset_ranges,
-broker_events, timeline), writes each into the output DIR, and the detectors read each back from
-its files: computed once, by its write. Why not keep them cached instead: a cached DataFrame
+broker_events, timeline) and writes each into the output DIR; the detectors read the first four
+back from their files (broker_events only feeds the timeline): each is computed once, by its write. Why not keep them cached instead: a cached DataFrame
 carries its whole plan into every query that reads it, and Spark plans through it each time (its
 analysis, and the cache manager comparing every piece of the plan with every cached one). With the
 job tables cached that planning was a third of a small collection's jobs phase (crash-only, warm:
@@ -30,7 +30,7 @@ from jobs.history import metadata, timeline, views
 from jobs.replicas import compare, epoch_lineage, offset_ranges, replica_logs
 from jobs.replicas.ledger import read_ledger
 from jobs.replicas.survivors import survivors, survivors_frame
-from jobs.store.io import read_table, write_table
+from jobs.store.io import collected, read_table, write_table
 
 INPUT_TABLES = ["brokers", "files", "batches", "records", "checkpoints", "leader_epochs", "partition_metadata",
                 "clean_shutdown", "problems", "index_files", "index_entries", "producer_states", "metadata_records", "consumer_offsets",
@@ -90,16 +90,16 @@ class Case:
     @cached_property
     def rl(self) -> list:
         """replica_logs, collected (one row per replica)."""
-        return self.replica_logs.collect()
+        return collected(self.replica_logs)
 
     @cached_property
     def lineage(self) -> list:
-        return self.epoch_lineage.collect()
+        return collected(self.epoch_lineage)
 
     @cached_property
     def holes(self) -> list:
         """offset_ranges holes that nothing benign explains."""
-        return self.offset_ranges.where((F.col("kind") == "hole") & (F.col("reason") == "unexplained")).collect()
+        return collected(self.offset_ranges.where((F.col("kind") == "hole") & (F.col("reason") == "unexplained")))
 
     @cached_property
     def batches(self) -> DataFrame:

@@ -10,6 +10,8 @@ from __future__ import annotations
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
+from jobs.store.io import collected
+
 
 def collect(me: DataFrame, le: DataFrame, rl_df: DataFrame, consumer_offsets: DataFrame, transactions: DataFrame) -> dict:
     """``me``: metadata_events; ``le``: named log events; ``rl_df``: replica_logs. Returns collected
@@ -17,10 +19,11 @@ def collect(me: DataFrame, le: DataFrame, rl_df: DataFrame, consumer_offsets: Da
     log_cols = ["topic", "partition", F.coalesce("node", "broker").alias("node"), "time", "line_no", "path", "event", "offset",
                 "hw", "leader", "leader_epoch", "text"]
     lines = le.where((F.col("event") == "unclean_election") | (F.col("topic").isNotNull() & F.col("partition").isNotNull()
-                     & (F.col("hw").isNotNull() | (F.col("event") == "truncation")))).select(*log_cols).collect()
+                     & (F.col("hw").isNotNull() | (F.col("event") == "truncation")))).select(*log_cols)
+    lines = collected(lines)
     log_unclean = [r for r in lines if r["event"] == "unclean_election"]
     log_rows = [r for r in lines if r["event"] != "unclean_election" and r["topic"] is not None and r["partition"] is not None]
-    events = me.where(F.col("event").isin("partition_created", "leader_change", "isr_change", "snapshot_state")).collect()
+    events = collected(me.where(F.col("event").isin("partition_created", "leader_change", "isr_change", "snapshot_state")))
     elections = [e for e in events if e["election"] == "unclean"]
     latest = me.where(F.col("replicas").isNotNull()).groupBy("topic", "partition").agg(F.max_by("replicas", "meta_offset").alias("replicas"))
     have = rl_df.where(F.col("dir_state") == "live").groupBy("topic", "partition").agg(F.collect_set("broker").alias("have"))
@@ -36,9 +39,9 @@ def collect(me: DataFrame, le: DataFrame, rl_df: DataFrame, consumer_offsets: Da
     txns = tx.groupBy("transactional_id").agg(F.max_by(F.struct(*[c for c in tx.columns if c != "transactional_id"]), "offset").alias("x")).select(
         "transactional_id", "x.*").where(~F.col("tombstone")).collect()
     # "now" by the coordinator's own clock (its last write), not producers' CreateTime
-    collected = None
+    collected_ms = None
     if txns:
         coord = tx.agg(F.max("last_update_ms"), F.max("timestamp")).first()
-        collected = max((v for v in coord if v is not None), default=None)
+        collected_ms = max((v for v in coord if v is not None), default=None)
     return {"elections": elections, "log_unclean": log_unclean, "log_rows": log_rows, "events": events,
-            "commits": commits, "complete": complete, "txns": txns, "collected_ms": collected}
+            "commits": commits, "complete": complete, "txns": txns, "collected_ms": collected_ms}

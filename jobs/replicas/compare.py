@@ -87,8 +87,9 @@ def with_txn_outcome(batches: DataFrame, records: DataFrame) -> DataFrame:
 
 
 def unmatched_batches(batches: DataFrame, replica_logs: DataFrame) -> tuple[DataFrame, DataFrame]:
-    """Per replica pair, the batches of ``a`` with no identical twin on ``b``, and of ``b`` on ``a``:
-    all the records two replicas can differ in lie in these (none: the replicas agree).
+    """Per replica pair, the readable batches (CRC valid) of ``a`` with no identical twin on ``b``, and
+    of ``b`` on ``a``: all the records the comparison can find different lie in these (none: the
+    replicas agree).
 
     ``batches`` must carry ``aborted`` (see ``with_txn_outcome``)."""
     # A batch failing its CRC is not readable data (it is a crc_mismatch finding of its own);

@@ -121,8 +121,8 @@ def claim(out: Path) -> bool:
 
 
 def create_table(spark: SparkSession, name: str, files: Path, location: Path, fresh: bool = False) -> None:
-    """(Re)create table ``name`` at ``location``, declared with the schema Spark reads from the
-    Parquet files under ``files`` (the same folder, or its staged copy) and their Hive partitions.
+    """(Re)create table ``name`` at ``location``, declared with the schema of the Parquet files under
+    ``files`` (the same folder, or its staged copy: ``jobs.store.io.read_parquet``) and their Hive partitions.
     ``fresh``: the metastore is new and holds no such table (no DROP: a metastore round trip)."""
     ddl = read_parquet(spark, files, name)._jdf.schema().toDDL()
     parts = _partition_columns(files)
@@ -191,8 +191,11 @@ class Registrar:
     def _run(self) -> None:
         try:
             self.spark.sql("SHOW DATABASES").collect()  # boots Derby and creates the metastore's schema
+            # (the staging metastore is new, so a DROP before each CREATE is a round trip for nothing;
+            # one question makes sure, in case the session was not started on it)
+            fresh = not self.spark.sql("SHOW TABLES").collect()
             while (name := self._queue.get()) is not None:
-                create_table(self.spark, name, self.tmp / "tables" / name, self.out / "tables" / name, fresh=True)
+                create_table(self.spark, name, self.tmp / "tables" / name, self.out / "tables" / name, fresh=fresh)
         except BaseException as exc:  # handed to the main thread by ``finish``
             self._error = exc
 

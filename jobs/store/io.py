@@ -44,12 +44,16 @@ def declared_schema(path: Path, name: str):
         return None
     if name in ALL_TABLES:
         ours = schema_of(name, payloads=name == "records" and "value" in footer.names)
-        # (a column of the files that our schema lacks, from another version: let Spark read it)
-        return from_arrow_schema(ours) if set(footer.names) <= set(ours.names) else None
+        # (files of another version, with a column ours lacks or typed otherwise: let Spark read them)
+        same = all(n in ours.names and ours.field(n).type == footer.field(n).type for n in footer.names)
+        return from_arrow_schema(ours) if same else None
     spark_json = (footer.metadata or {}).get(b"org.apache.spark.sql.parquet.row.metadata")
     if spark_json is None or any(p.is_dir() and "=" in p.name for p in path.iterdir()):
         return None  # (a partitioned folder's partition columns are not in the footer)
-    return StructType.fromJson(json.loads(spark_json))
+    try:
+        return StructType.fromJson(json.loads(spark_json))
+    except (ValueError, KeyError, TypeError):  # (not what Spark writes there: let Spark read the files)
+        return None
 
 
 def read_parquet(spark: SparkSession, path: Path, name: str) -> DataFrame:
@@ -71,7 +75,23 @@ def read_table(spark: SparkSession, out: Path, name: str) -> DataFrame:
         if name in ALL_TABLES:
             return spark.createDataFrame([], from_arrow_schema(schema_of(name)))
         raise FileNotFoundError(f"no table {name!r} in {out}")
-    return read_parquet(spark, path, name)
+    known = declared_schema(path, name)
+    if known is None and name in ALL_TABLES:
+        known = from_arrow_schema(schema_of(name))
+    reader = spark.read if known is None else spark.read.schema(known)
+    return reader.parquet(str(path))
+
+
+def collected(df: DataFrame) -> list:
+    """The rows of a small DataFrame, sorted by their values column by column.
+
+    Why: a table read back from its files comes in the order Spark packs them (the biggest file
+    first), not the order it was written in; evidence lists and finding ids built from the rows
+    must not depend on how a table happened to be split into files."""
+    def key(row) -> tuple:
+        return tuple((v is None, repr(v) if isinstance(v, (tuple, list, dict)) else v) for v in row)
+
+    return sorted(df.collect(), key=key)
 
 
 def write_table(df: DataFrame, out: Path, name: str, partition_by: list[str] | None = None) -> Path:

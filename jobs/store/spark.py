@@ -93,6 +93,7 @@ def sized_confs(input_bytes: int | None, cores: int, remote: bool = False) -> di
 
 
 MEMORY_ENV = "KF_DRIVER_MEMORY"
+DEBUGGING = "spark.python.sql.dataFrameDebugging.enabled"  # (see get_session)
 MIN_DRIVER_MEMORY = 512 << 20  # Spark refuses a heap whose usable size is under 450 MiB (1.5 x its 300 MiB reserve)
 _SIZE = re.compile(r"(\d+)([kmgt]?)", re.I)  # what the JVM's -Xmx takes
 
@@ -163,7 +164,7 @@ def get_session(master: str = "local[*]", catalog_dir: Path | None = None, app: 
         # session, a conf read, the call site set and cleared) and a Python stack walk: an
         # analysis builds ~1,200 Column expressions, so ~5,000 of its ~21,000 round trips were
         # this. The call site only names the Python line in an analysis error's message.
-        "spark.python.sql.dataFrameDebugging.enabled": "false",
+        DEBUGGING: "false",
     }
     if is_remote_url(master):
         return remote_session(master, settings | confs)
@@ -252,7 +253,7 @@ def remote_session(url: str, settings: dict[str, str], timeout: float = 10) -> S
         raise RemoteUnreachable(f"{url}: no Spark Connect server answers at {host}:{port} ({exc.strerror or exc})") from None
     spark = SparkSession.builder.remote(url).getOrCreate()
     for key, value in settings.items():
-        if key.startswith("spark.sql.") and spark.conf.isModifiable(key):
+        if (key.startswith("spark.sql.") or key == DEBUGGING) and spark.conf.isModifiable(key):
             spark.conf.set(key, value)
     return spark
 
