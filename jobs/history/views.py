@@ -18,9 +18,8 @@ def collect(me: DataFrame, le: DataFrame, rl_df: DataFrame, consumer_offsets: Da
     rows: elections, log_unclean, log_rows, events, commits, complete, txns, collected_ms."""
     log_cols = ["topic", "partition", F.coalesce("node", "broker").alias("node"), "time", "line_no", "path", "event", "offset",
                 "hw", "leader", "leader_epoch", "text"]
-    lines = le.where((F.col("event") == "unclean_election") | (F.col("topic").isNotNull() & F.col("partition").isNotNull()
-                     & (F.col("hw").isNotNull() | (F.col("event") == "truncation")))).select(*log_cols)
-    lines = collected(lines)
+    lines = collected(le.where((F.col("event") == "unclean_election") | (F.col("topic").isNotNull() & F.col("partition").isNotNull()
+                               & (F.col("hw").isNotNull() | (F.col("event") == "truncation")))).select(*log_cols))
     log_unclean = [r for r in lines if r["event"] == "unclean_election"]
     log_rows = [r for r in lines if r["event"] != "unclean_election" and r["topic"] is not None and r["partition"] is not None]
     events = collected(me.where(F.col("event").isin("partition_created", "leader_change", "isr_change", "snapshot_state")))

@@ -31,6 +31,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from jobs.store.tables import PARTITION_BY, schema_of
+from parsers.common import empty_table
 
 DEFAULT_PARTITION = "__HIVE_DEFAULT_PARTITION__"
 # Spark's ExternalCatalogUtils.charToEscape (copied from Hive's FileUtils), POSIX part
@@ -62,7 +63,7 @@ def writer_options(schema: pa.Schema) -> dict:
     if not any(name.endswith(DIGEST_SUFFIX) for name in schema.names):
         return {"compression": "snappy"}
     buf = pa.BufferOutputStream()
-    pq.write_table(schema.empty_table(), buf)
+    pq.write_table(empty_table(schema), buf)  # (Schema.empty_table would import pandas in every parse worker)
     parquet = pq.ParquetFile(pa.BufferReader(buf.getvalue())).schema
     leaves = [parquet.column(i).path for i in range(len(parquet))]
     plain = [p for p in leaves if not p.split(".", 1)[0].endswith(DIGEST_SUFFIX)]

@@ -56,9 +56,11 @@ def declared_schema(path: Path, name: str):
         return None
 
 
-def read_parquet(spark: SparkSession, path: Path, name: str) -> DataFrame:
-    """Table folder ``path`` as a DataFrame, with its ``declared_schema`` where there is one."""
+def read_parquet(spark: SparkSession, path: Path, name: str, fallback=None) -> DataFrame:
+    """Table folder ``path`` as a DataFrame, with its ``declared_schema`` where there is one, else
+    ``fallback`` (None: Spark infers one)."""
     known = declared_schema(path, name)
+    known = fallback if known is None else known
     reader = spark.read if known is None else spark.read.schema(known)
     return reader.parquet(str(path))
 
@@ -71,15 +73,12 @@ def read_table(spark: SparkSession, out: Path, name: str) -> DataFrame:
     from pyspark.sql.pandas.types import from_arrow_schema
 
     path = table_path(out, name)
+    ours = from_arrow_schema(schema_of(name)) if name in ALL_TABLES else None
     if not path.is_dir() or not (any(path.glob("*.parquet")) or any(path.glob("*=*"))):
-        if name in ALL_TABLES:
-            return spark.createDataFrame([], from_arrow_schema(schema_of(name)))
+        if ours is not None:
+            return spark.createDataFrame([], ours)
         raise FileNotFoundError(f"no table {name!r} in {out}")
-    known = declared_schema(path, name)
-    if known is None and name in ALL_TABLES:
-        known = from_arrow_schema(schema_of(name))
-    reader = spark.read if known is None else spark.read.schema(known)
-    return reader.parquet(str(path))
+    return read_parquet(spark, path, name, fallback=ours)
 
 
 def collected(df: DataFrame) -> list:
