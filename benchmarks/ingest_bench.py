@@ -3,6 +3,7 @@
 Run:  python benchmarks/ingest_bench.py            (≥ 1 GB: 3 brokers × 4 partitions, a few minutes)
       python benchmarks/ingest_bench.py --quick    (~60 MB: a smoke test)
       python benchmarks/ingest_bench.py --records-per-batch 10 --records 300000   (~1.2 KiB batches, ~650 MB)
+      python benchmarks/ingest_bench.py --one-segment   (one ~600 MB segment: whole, and in spans on local[2])
 
 Data: ``sample_data.writer.bulk`` (3 brokers, each a full replica; 64 MiB segments, 100 records of
 ~160 bytes per batch, uncompressed; ``--records-per-batch``), generated once into a temp dir. The
@@ -44,7 +45,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 
 
-def child(master: str, src: Path, out: Path) -> None:
+def child(master: str, src: Path, out: Path, span_bytes: int | None = None) -> None:
     """One ingest in this process; prints a JSON line of timings."""
     sys.path.insert(0, str(REPO))
     from jobs.ingest.pipeline import ingest
@@ -54,7 +55,7 @@ def child(master: str, src: Path, out: Path) -> None:
     spark = get_session(master)
     spark.range(1).count()
     t_session = time.monotonic() - t0
-    res = ingest(spark, [src], out, progress=False)
+    res = ingest(spark, [src], out, progress=False, span_bytes=span_bytes)
     wall = time.monotonic() - t0
     print(json.dumps({"master": master, "session": t_session, "wall": wall, "bytes": res.bytes, "files": res.files,
                       "tasks": res.tasks, "rows": res.rows, "seconds": res.seconds}))
@@ -87,9 +88,10 @@ def _tree_rss(pid: int, field: str = "VmRSS") -> int:
     return total
 
 
-def run_child(master: str, src: Path, out: Path) -> dict:
+def run_child(master: str, src: Path, out: Path, span_bytes: int | None = None) -> dict:
     shutil.rmtree(out, ignore_errors=True)
-    proc = subprocess.Popen([sys.executable, __file__, "--child", master, str(src), str(out)],
+    spans = ["--span-bytes", str(span_bytes)] if span_bytes else []
+    proc = subprocess.Popen([sys.executable, __file__, "--child", master, str(src), str(out), *spans],
                             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
     peak = 0
     stop = threading.Event()
@@ -228,9 +230,16 @@ def main() -> None:
                     help="records per batch (default 100: ~16 KiB batches; 10: ~1.2 KiB, Kafka's worst case per byte)")
     ap.add_argument("--keep", type=Path, help="generate into (and keep) this folder")
     ap.add_argument("--records", type=int, help="records per partition (default 520000, ~1.25 GB; --quick 30000)")
+    ap.add_argument("--one-segment", action="store_true",
+                    help="one broker, one partition, one segment (~600 MB; --quick ~50 MB): local[2] reading it whole "
+                         "and in spans cut at its index's batch positions")
+    ap.add_argument("--span-bytes", type=int, help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.child:
-        child(args.child[0], Path(args.child[1]), Path(args.child[2]))
+        child(args.child[0], Path(args.child[1]), Path(args.child[2]), args.span_bytes)
+        return
+    if args.one_segment:
+        one_segment(args)
         return
     sys.path.insert(0, str(REPO))
     if args.plain:
@@ -284,6 +293,39 @@ def main() -> None:
               f"{theirs:.1f} MB/s steady; ours (local[1] minus Spark start) {ours_mb:.1f} MB/s: {ours_mb / theirs:.1f}x "
               f"(target >= 10x); whole process, ours local[1] {one['wall']:.1f} s for {one['bytes'] / 1e6:.0f} MB against "
               f"Kafka's {secs * one['bytes'] / size:.1f} s at its rate")
+
+
+def one_segment(args) -> None:
+    """One big segment: a task of its own held one core while the other sat idle. Read in spans
+    (one task each, cut where its offset index points) both cores work on it."""
+    sys.path.insert(0, str(REPO))
+    from sample_data.writer.bulk import generate
+
+    tmp = Path(tempfile.mkdtemp(prefix="kf-ingest-bench-"))
+    src = args.keep or tmp / "data"
+    records = args.records or (300_000 if args.quick else 3_400_000)
+    try:
+        if not (src / "broker-1").is_dir():
+            g = generate(src, brokers=1, partitions=1, records=records, segment_bytes=1 << 30, value_size=145,
+                         records_per_batch=args.records_per_batch)
+            print(f"generated one segment of {g.bytes / 1e6:.0f} MB in {g.seconds:.1f} s", file=sys.stderr)
+        runs = {"local[1], whole": run_child("local[1]", src, tmp / "out-1", 1 << 50),
+                "local[2], whole": run_child("local[2]", src, tmp / "out-2w", 1 << 50),
+                "local[2], spans": run_child("local[2]", src, tmp / "out-2s")}
+    finally:
+        if args.keep is None:
+            shutil.rmtree(tmp, ignore_errors=True)
+    print(f"load average at the end: {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
+    print(f"{'run':<16} {'MB':>6} {'tasks':>5} {'wall s':>7} {'spark start s':>13} {'ingest s':>8} {'ingest MB/s':>11} {'peak RSS MB':>11}")
+    for name, r in runs.items():
+        ingest_s = r["wall"] - r["session"]
+        print(f"{name:<16} {r['bytes'] / 1e6:>6.0f} {r['tasks']:>5} {r['wall']:>7.1f} {r['session']:>13.1f} {ingest_s:>8.1f} "
+              f"{r['bytes'] / 1e6 / ingest_s:>11.1f} {r['peak_rss'] / 1e6:>11.0f}")
+    one = runs["local[1], whole"]
+    for name in ("local[2], whole", "local[2], spans"):
+        r = runs[name]
+        print(f"speed-up local[1] -> {name}: {one['wall'] / r['wall']:.2f}x wall, "
+              f"{(one['wall'] - one['session']) / (r['wall'] - r['session']):.2f}x excluding Spark start")
 
 
 if __name__ == "__main__":

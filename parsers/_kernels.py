@@ -30,6 +30,11 @@ from .headers import (  # layouts, header-matrix columns and error codes: one le
     MAGIC_OFFSET,
     RECORD_OVERHEAD_V0,
     SIZE_OFFSET,
+    STOP_BAD_SIZE,
+    STOP_END,
+    STOP_LIMIT,
+    STOP_PAST_EOF,
+    STOP_SHORT,
     V2_ATTRIBUTES,
     V2_BASE_SEQUENCE,
     V2_BASE_TIMESTAMP,
@@ -43,13 +48,6 @@ from .headers import (  # layouts, header-matrix columns and error codes: one le
     V2_RECORDS_COUNT,
     H,
 )
-
-# scan stop codes
-STOP_END = 0  # reached the end exactly at a batch boundary
-STOP_SHORT = 1  # fewer than HEADER_SIZE_UP_TO_MAGIC + 1 bytes left: Kafka stops silently
-STOP_BAD_SIZE = 2  # size < RECORD_OVERHEAD_V0: Kafka throws CorruptRecordException
-STOP_PAST_EOF = 3  # batch runs past the end: Kafka stops silently (a torn tail)
-STOP_LIMIT = 4  # the caller's chunk limit was reached; more batches follow
 
 
 @njit(cache=True, inline="always")

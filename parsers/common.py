@@ -174,8 +174,59 @@ class FileBytes:
         """Drop the copy (kept for the context-manager form every caller uses)."""
         self.data = b""
 
+    def ensure(self, upto: int) -> None:
+        """Nothing: the whole file is already read (``FileWindow`` reads as it goes)."""
+
     def __enter__(self) -> FileBytes:
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+class FileWindow(FileBytes):
+    """Part of a file, ``[start, stop)`` and as far past ``stop`` as its reader asks, at the same
+    positions as in the file: what one task reads of a segment split at batch boundaries.
+
+    Why positions stay the file's: batch and record positions are evidence (they name the byte a
+    problem is at), and the parser needs none of its own arithmetic for a window. ``data`` is an
+    array of the whole file's size, allocated but untouched (the OS commits a page only when it is
+    written), and only the window is read into it; a batch that starts before ``stop`` and ends
+    after it is read on demand (``ensure``). The same checks as ``FileBytes``: read-only, a
+    regular file, not shrunk since it was listed."""
+
+    def __init__(self, path: str | os.PathLike[str], listed_size: int, start: int, stop: int):
+        import numpy as np
+
+        self.path = os.fspath(path)
+        self.size = listed_size
+        self._fd = os.open(self.path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0))
+        try:
+            st = os.fstat(self._fd)
+            if not stat.S_ISREG(st.st_mode):
+                what = next((why for test, why in _SPECIAL_FILES if test(st.st_mode)), "not a regular file")
+                raise FileChanged(f"{what}, not a regular file (it was one when listed)")
+            if st.st_size < listed_size:
+                raise FileChanged(f"shrank from {listed_size} to {st.st_size} bytes since it was listed (truncated by a live broker?)")
+            self.data = np.empty(listed_size, np.uint8)
+            self._hi = start
+            self.ensure(stop)
+        except BaseException:
+            os.close(self._fd)
+            raise
+
+    def ensure(self, upto: int) -> None:
+        """Read the file up to position ``upto`` (at most its listed size), if not read yet."""
+        upto = min(upto, self.size)
+        view = memoryview(self.data)
+        while self._hi < upto:
+            n = os.preadv(self._fd, [view[self._hi:min(upto, self._hi + _MAX_READ)]], self._hi)
+            if n <= 0:
+                raise FileChanged(f"shrank from {self.size} to {self._hi} bytes while it was read (truncated by a live broker?)")
+            self._hi += n
+
+    def close(self) -> None:
+        if self._fd >= 0:
+            os.close(self._fd)
+            self._fd = -1
+        self.data = b""

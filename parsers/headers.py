@@ -90,6 +90,14 @@ class H(IntEnum):
 HEADER_COLUMNS = len(H)
 
 
+# The batch hop's stop codes (``_kernels.scan``): here so the driver can read a span's stop
+# (``segment.Span``) without loading the kernels.
+STOP_END = 0  # reached the end exactly at a batch boundary
+STOP_SHORT = 1  # fewer than HEADER_SIZE_UP_TO_MAGIC + 1 bytes left: Kafka stops silently
+STOP_BAD_SIZE = 2  # size < RECORD_OVERHEAD_V0: Kafka throws CorruptRecordException
+STOP_PAST_EOF = 3  # batch runs past the end: Kafka stops silently (a torn tail)
+STOP_LIMIT = 4  # the caller's chunk limit was reached; more batches follow
+
 # The v2 record decoder's per-batch error codes (``_kernels.decode_v2`` reports them,
 # ``default_records`` words them): here so that wording them does not load the kernels.
 ERR_NONE = 0

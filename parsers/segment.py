@@ -20,6 +20,7 @@ from __future__ import annotations
 import binascii
 import zlib
 from collections.abc import Iterator
+from dataclasses import dataclass
 
 import crc32c
 import numpy as np
@@ -98,33 +99,63 @@ def parse(data, path: str, records: bool = False, payloads: bool = False) -> Par
     return Parsed(batches, problems, extra)
 
 
+@dataclass
+class Span:
+    """Where reading a span of a segment ended (``iter_parse(span=...)``): what the driver needs to
+    check that spans of one file read at batch boundaries chain into the whole file's reading.
+
+    ``next``: the position after the span's last batch; ``stop``: the scan's stop code there
+    (``STOP_LIMIT``: the span ended and more batches follow); ``first_base`` / ``last_offset``:
+    of its first and last batch (None without batches), for the offset check across spans."""
+
+    next: int = 0
+    stop: int = -1
+    first_base: int | None = None
+    last_offset: int | None = None
+
+
 def iter_parse(
-    data, path: str, records: bool = False, payloads: bool = False, chunk_bytes: int = CHUNK_BYTES, headers: bool = False
+    data, path: str, records: bool = False, payloads: bool = False, chunk_bytes: int = CHUNK_BYTES, headers: bool = False,
+    start: int = 0, stop: int | None = None, span: Span | None = None, ensure=None,
 ) -> Iterator[Parsed]:
     """Yield Parsed pieces, one per ~chunk_bytes of segment, in file order. ``headers``: records
-    also carry their header bytes (``HEADER_BYTES_FIELD``)."""
+    also carry their header bytes (``HEADER_BYTES_FIELD``).
+
+    ``start`` / ``stop``: read only the batches that start in ``[start, stop)``, from a batch
+    boundary at ``start`` (one task's part of a big segment); ``span`` is then filled with where
+    the reading ended. ``ensure(position)``: called before bytes up to ``position`` are read, for
+    a buffer filled as it goes (``FileWindow.ensure``)."""
     buf = np.frombuffer(data, dtype=np.uint8) if len(data) else np.zeros(0, np.uint8)
     end = buf.shape[0]
-    pos = 0
+    last = end if stop is None else min(stop, end)
+    pos = start
     prev_last = None
     cap = MAX_BATCHES_PER_CHUNK
     out_pos = np.empty(cap, np.int64)
     out_size = np.empty(cap, np.int64)
+    span = span if span is not None else Span()
     while True:
-        limit = min(end, pos + max(chunk_bytes, 1))
-        n, nxt, stop = K.scan(buf, pos, end, limit, cap, out_pos, out_size)
+        limit = min(last, pos + max(chunk_bytes, 1))
+        if ensure is not None:
+            ensure(limit + V2_HEADER_SIZE)  # the headers the hop reads
+        n, nxt, code = K.scan(buf, pos, end, limit, cap, out_pos, out_size)
         positions = out_pos[:n].copy()
         sizes = out_size[:n].copy()
+        if ensure is not None:
+            ensure(nxt if code == K.STOP_LIMIT else end)  # the batches' bytes; past a stop, what _stop_problem reads
         problems: list[Problem] = []
         batches, recs, prev_last = _decode_chunk(buf, positions, sizes, records, payloads, problems, prev_last, headers)
-        if stop != K.STOP_LIMIT:
-            _stop_problem(buf, nxt, end, stop, problems)
+        if code != K.STOP_LIMIT:
+            _stop_problem(buf, nxt, end, code, problems)
+        if n and span.first_base is None:
+            span.first_base = int(batches.column("base_offset")[0].as_py())
+        span.next, span.stop, span.last_offset = int(nxt), int(code), prev_last
         piece = Parsed(batches, problems_table(path, problems))
         if records:
             piece.extra["records"] = recs
         yield piece
         pos = nxt
-        if stop != K.STOP_LIMIT:
+        if code != K.STOP_LIMIT or pos >= last:
             return
 
 

@@ -171,10 +171,10 @@ def test_the_task_list_needs_no_python_worker_of_its_own(spark):
 def test_a_task_reads_only_its_own_files_from_the_task_list(tmp_path):
     """The task list is a file in the staging dir, one record batch per task: a task reads its
     own batch (it used to travel in the task function, unpickled whole by every task)."""
-    from jobs.ingest.pipeline import FILE_FIELDS, read_task, write_task_list
+    from jobs.ingest.pipeline import TASK_LIST, read_task, write_task_list
 
     def file(i: int) -> dict:
-        return {k: None for k in FILE_FIELDS} | {"abs_path": f"/in/{i}.log", "path": f"{i}.log", "broker": 1, "partition": i,
+        return {f.name: None for f in TASK_LIST.field("files").type.value_type} | {"abs_path": f"/in/{i}.log", "path": f"{i}.log", "broker": 1, "partition": i,
                                                  "kind": "segment", "size": i, "mtime_ms": 7}
 
     tasks = [{"task": i, "bytes": 10 * i, "files": [file(i), file(i + 100)]} for i in range(3)]

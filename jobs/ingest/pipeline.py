@@ -3,10 +3,11 @@
 Flow (all heavy work on executors, nothing parsed comes back to the driver):
 1. discovery on the driver (``discover.discover_inputs``; archives extracted safely first) gives the
    file list; callers run it before starting Spark, so unusable input fails without a JVM;
-2. files are packed into tasks: a file of ``GROUP_BYTES`` or more is a task of its own (a segment
-   is never split: Kafka's default segment is 1 GiB and the parser streams it in 32 MiB chunks
-   through bounded memory), smaller files of one log dir are grouped up to ``GROUP_BYTES`` /
-   ``GROUP_FILES``; tasks are ordered largest first so the long ones start early;
+2. files are packed into tasks: a file of ``GROUP_BYTES`` or more is a task of its own, smaller
+   files of one log dir are grouped up to ``GROUP_BYTES`` / ``GROUP_FILES``; a segment bigger than
+   a core's share of the input is read in spans, one task each, cut at batch positions its offset
+   index names (``split_segment``; after the job ``check_spans`` verifies that they chained, as one
+   reading from the start would); tasks are ordered largest first so the long ones start early;
 3. the task list is written to the staging dir (``_work/tasks.arrow``, one Arrow record batch per
    task); ``spark.range`` gives one Spark partition per task number and ``mapInArrow`` runs
    ``tasks.run_task`` on the files of its number, read from that file, and the task writes each table's Parquet files itself
@@ -32,6 +33,7 @@ from pyspark.sql import types as T
 from jobs.store.io import table_path, write_empty
 from jobs.store.spark import is_remote, parallelism
 from jobs.store.tables import ALL_TABLES, BROKERS, schema_of
+from parsers.headers import STOP_LIMIT
 
 from . import discover as disc
 from .focus import Focus
@@ -40,6 +42,10 @@ log = logging.getLogger(__name__)
 
 GROUP_BYTES = 64 << 20
 GROUP_FILES = 512
+SPAN_MIN_BYTES = 16 << 20  # a span of a split segment: never smaller (each task costs its start and its files)
+# the first span of a split segment also hashes the whole file, at about this many times the
+# speed of parsing (SHA-256 ~1.9 GB/s, parsing ~200 MB/s a core): it is planned that much bigger
+HASH_SHARE = 8
 
 FILE_FIELDS = ["abs_path", "path", "broker", "log_dir", "topic", "partition", "dir_state", "kind", "size", "mtime_ms", "archive"]
 TASK_LIST = pa.schema([
@@ -50,8 +56,12 @@ TASK_LIST = pa.schema([
         pa.field("log_dir", pa.string()), pa.field("topic", pa.string()), pa.field("partition", pa.int32()),
         pa.field("dir_state", pa.string()), pa.field("kind", pa.string()), pa.field("size", pa.int64()),
         pa.field("mtime_ms", pa.int64()), pa.field("archive", pa.string()),
+        pa.field("span_start", pa.int64()), pa.field("span_stop", pa.int64()),
     ]))),
 ])
+# what a task that read a span of a split segment hands back beside its counts (tasks.parse_file)
+SPAN_FIELDS = [pa.field("path", pa.string()), pa.field("span_start", pa.int64()), pa.field("span_next", pa.int64()),
+               pa.field("span_code", pa.int32()), pa.field("first_base", pa.int64()), pa.field("last_offset", pa.int64())]
 
 
 @dataclass
@@ -73,12 +83,63 @@ def group_bytes_for(total_bytes: int, parallelism: int) -> int:
     return int(min(GROUP_BYTES, max(1 << 20, total_bytes // max(1, 4 * parallelism))))
 
 
-def plan_tasks(files: list[disc.FileEntry], group_bytes: int = GROUP_BYTES) -> list[dict]:
-    """Tasks of whole files: big files alone, small files of one log dir packed together."""
+def span_bytes_for(total_bytes: int, cores: int) -> int:
+    """The size of a split segment's spans: two per core of the whole input. A segment is split
+    only when it alone is more than a core's share (twice this), so a collection of many
+    segments is not split at all, and a lone big one is spread over every core. Measured on one
+    1 GB segment on 2 cores (``ingest_bench --one-segment``): spans of 64 MiB 5.8 s, 128 MiB
+    5.6 s, 256 MiB 5.2 s (each Python task costs ~0.1 s to start, and a worker's first ~0.7 s)."""
+    return max(SPAN_MIN_BYTES, total_bytes // (2 * cores))
+
+
+def span_cuts(index: bytes, size: int, spans: int) -> list[int]:
+    """Where to cut a segment of ``size`` bytes into about ``spans`` parts: positions its offset
+    index (``.index``: big-endian int32 relative offset, int32 position) names, nearest below
+    each even share. An index entry names the position of a batch (``OffsetIndex.append`` is
+    called with the batch's own position), so these are batch boundaries; only the entries that
+    rise and stay inside the file count (a preallocated index ends in zero entries). The driver
+    checks afterwards that the spans' readings chained (``check_spans``): a stale index costs a
+    second reading, never a wrong one."""
+    import numpy as np
+
+    positions = np.frombuffer(index[: len(index) // 8 * 8], ">i4").reshape(-1, 2)[:, 1].astype(np.int64)
+    rising = np.diff(positions, prepend=0) > 0
+    usable = positions[: len(positions) if rising.all() else int(np.argmin(rising))]
+    usable = usable[usable < size]
+    if not len(usable):
+        return []
+    picks = np.searchsorted(usable, [size * k // spans for k in range(1, spans)], side="right") - 1
+    return sorted({int(usable[i]) for i in picks if i >= 0})
+
+
+def split_segment(row: dict, index_path: str | None, span_bytes: int) -> list[dict]:
+    """``row`` (a segment's task-list row) as rows of spans ``[span_start, span_stop)`` cut at its
+    index's batch positions, or ``[row]`` when it is not worth it or its index gives no cut.
+
+    Why: a task reads one file, and a 1 GiB segment alone would hold one core while the others
+    sit idle at the end of an ingest."""
+    if row["kind"] != "segment" or index_path is None or row["size"] < 2 * span_bytes:
+        return [row]
+    try:
+        with open(index_path, "rb") as fh:  # evidence: read only (a few MB at most)
+            index = fh.read()
+    except OSError:
+        return [row]
+    cuts = span_cuts(index, row["size"], -(-row["size"] // span_bytes))
+    if not cuts:
+        return [row]
+    bounds = [0, *cuts, row["size"]]
+    return [{**row, "span_start": a, "span_stop": b} for a, b in zip(bounds, bounds[1:])]
+
+
+def plan_tasks(files: list[disc.FileEntry], group_bytes: int = GROUP_BYTES, span_bytes: int | None = None) -> list[dict]:
+    """Tasks of whole files: big files alone, small files of one log dir packed together, and
+    with ``span_bytes`` a segment of twice that or more in spans of about that size, one task each."""
     tasks: list[dict] = []
     current: list[dict] = []
     current_bytes = 0
     current_dir = None
+    indexes = {f.abs_path for f in files if f.kind == "offset_index"}
 
     def close():
         nonlocal current, current_bytes
@@ -87,9 +148,13 @@ def plan_tasks(files: list[disc.FileEntry], group_bytes: int = GROUP_BYTES) -> l
         current, current_bytes = [], 0
 
     for f in sorted(files, key=lambda f: f.path):
-        row = {k: getattr(f, k) for k in FILE_FIELDS}
+        row = {k: getattr(f, k) for k in FILE_FIELDS} | {"span_start": None, "span_stop": None}
         if f.size >= group_bytes:
-            tasks.append({"bytes": f.size, "files": [row]})
+            index = f.abs_path[: -len(".log")] + ".index" if f.abs_path.endswith(".log") else None
+            index = index if index in indexes else None
+            for part in split_segment(row, index, span_bytes) if span_bytes else [row]:
+                size = part["size"] if part["span_start"] is None else part["span_stop"] - part["span_start"]
+                tasks.append({"bytes": size, "files": [part]})
             continue
         if current_dir != f.log_dir or current_bytes + f.size > group_bytes or len(current) >= GROUP_FILES:
             close()
@@ -97,7 +162,7 @@ def plan_tasks(files: list[disc.FileEntry], group_bytes: int = GROUP_BYTES) -> l
         current.append(row)
         current_bytes += f.size
     close()
-    tasks.sort(key=lambda t: -t["bytes"])
+    tasks.sort(key=lambda t: -t["bytes"] - sum(f["size"] // HASH_SHARE for f in t["files"] if f["span_start"] == 0))
     for i, t in enumerate(tasks):
         t["task"] = i
     return tasks
@@ -123,15 +188,77 @@ def read_task(path: str, number: int) -> dict:
         return pa.ipc.open_file(source).get_batch(number).to_pylist()[0]
 
 
+def task_results(counts: pa.Table, spans: list[dict]) -> pa.Table:
+    """A task's counts (``COUNTS_SCHEMA``) and its span rows, as one table of ``result_schema()``."""
+
+    schema = result_schema()
+    counts = pa.Table.from_arrays([*counts.columns, *(pa.nulls(counts.num_rows, f.type) for f in SPAN_FIELDS)], schema=schema)
+    return pa.concat_tables([counts, pa.Table.from_pylist(spans, schema=schema)]) if spans else counts
+
+
+def result_schema() -> pa.Schema:
+    """What a parse task hands back: a row per table it wrote (``COUNTS_SCHEMA``, span fields
+    null) and a row per span it read (``table`` null)."""
+    from .task_writer import COUNTS_SCHEMA
+
+    return pa.schema(list(COUNTS_SCHEMA) + SPAN_FIELDS)
+
+
+def check_spans(planned: dict[str, list[tuple[int, int]]], reported: list[dict]) -> tuple[set[int], dict[str, int], list[tuple[str, int, str]]]:
+    """Whether the spans of each split segment read it as one reading from its start would.
+
+    ``planned``: path → its spans' (start, task number); ``reported``: the span rows the tasks
+    handed back. Returns the tasks whose output must go, the files to read again whole (path →
+    the task number their reading takes), and the ``offset_regression`` problems (path, position,
+    detail) that fall between two spans, which no single task could see.
+
+    A span chains into the next when its reading stopped at its limit exactly where the next one
+    starts. Where it stopped earlier (a corrupt length, a torn batch mid-file), Kafka's reading
+    of the file ends there too: the spans after it are dropped, as a whole reading never reaches
+    them. Where it went past the next span's start (the index named a position that is not a
+    batch boundary) or a span reported nothing (its task failed to read the file), the file is
+    read again whole."""
+    got = {(r["path"], r["span_start"]): r for r in reported}
+    discard: set[int] = set()
+    rerun: dict[str, int] = {}
+    problems: list[tuple[str, int, str]] = []
+    for path, parts in planned.items():
+        parts = sorted(parts)
+        found: list[tuple[str, int, str]] = []
+        prev_last = None
+        for i, (start, _) in enumerate(parts):
+            r = got.get((path, start))
+            if r is None or (i + 1 < len(parts) and r["span_code"] == STOP_LIMIT and r["span_next"] != parts[i + 1][0]):
+                discard.update(task for _, task in parts)
+                rerun[path] = parts[0][1]
+                found = []
+                break
+            if prev_last is not None and r["first_base"] is not None and r["first_base"] <= prev_last:
+                found.append((path, start, f"batch base offset {r['first_base']} is not above the previous batch's last offset {prev_last}"))
+            if r["last_offset"] is not None:
+                prev_last = r["last_offset"]
+            if r["span_code"] != STOP_LIMIT:
+                discard.update(task for _, task in parts[i + 1:])
+                break
+        problems += found
+    return discard, rerun, problems
+
+
+def remove_task_files(tables_dir: str, task: int) -> None:
+    """Delete every table file task ``task`` wrote (``task_writer``'s ``part-<task>.parquet``)."""
+    for part in Path(tables_dir).rglob(f"part-{task:05d}.parquet"):
+        part.unlink()
+
+
 def _parse_write(task_list: str, tables_dir: str, payloads: bool, files_acc, bytes_acc, parse_acc, focus=None):
     """The mapInArrow function of step 3 (a closure Spark ships to the executors): parse the
     tasks numbered in its batches (read from ``task_list``), write their tables' Parquet files
-    there and then, hand back only counts."""
+    there and then, hand back only counts (and where each span of a split segment ended)."""
 
     def run(batches):
         from pyspark import TaskContext
 
-        from jobs.ingest.pipeline import read_task
+        from jobs.ingest.pipeline import read_task, task_results
         from jobs.ingest.task_writer import write_task
         from jobs.ingest.tasks import run_task
 
@@ -141,10 +268,13 @@ def _parse_write(task_list: str, tables_dir: str, payloads: bool, files_acc, byt
             for number in batch.column(0).to_pylist():
                 task = read_task(task_list, number)
                 timing: dict = {}
-                counts = write_task(tables_dir, task["task"], attempt, run_task(task["files"], payloads, timing, focus), payloads)
-                yield from counts.to_batches()
+                spans: list[dict] = []
+                counts = write_task(tables_dir, task["task"], attempt, run_task(task["files"], payloads, timing, focus, spans), payloads)
+                for s in spans:
+                    s["task"] = task["task"]
+                yield from task_results(counts, spans).to_batches()
                 if files_acc is not None:  # (none over Spark Connect)
-                    files_acc.add(len(task["files"]))
+                    files_acc.add(sum(1 for f in task["files"] if not f["span_start"]))
                     parse_acc.add(timing.get("parse", 0.0))
                     bytes_acc.add(task["bytes"])
 
@@ -165,13 +295,15 @@ def _spark_schema(schema: pa.Schema) -> T.StructType:
 
 
 def ingest(spark: SparkSession, inputs: list[Path], work_dir: Path, payloads: bool = False, progress: bool = True,
-           found: disc.Discovery | None = None, focus: Focus | None = None) -> IngestResult:
+           found: disc.Discovery | None = None, focus: Focus | None = None, span_bytes: int | None = None) -> IngestResult:
     """Parse every file under ``inputs`` and write the tables under ``work_dir/tables/``.
 
     ``work_dir`` is the staging directory of ``outdir.staged_output``; no catalog is touched here
     (the catalog is registered after the swap, see catalog.py). ``found``: what
     ``discover_inputs(inputs, work_dir, focus)`` already returned (it is run here otherwise).
     ``focus``: only its partitions' files are parsed, and only its partitions' rows are kept.
+    ``span_bytes``: the size of a split segment's spans (``span_bytes_for`` by default, and no
+    split on one core).
     """
     from jobs.ingest.progress import Progress
 
@@ -181,7 +313,11 @@ def ingest(spark: SparkSession, inputs: list[Path], work_dir: Path, payloads: bo
     found = found or disc.discover_inputs(inputs, work_dir, focus)
     problems = found.problems
     total_bytes = sum(f.size for f in found.files)
-    tasks = plan_tasks(found.files, group_bytes_for(total_bytes, parallelism(spark)))
+    cores = parallelism(spark)
+    group_bytes = group_bytes_for(total_bytes, cores)
+    if span_bytes is None and cores > 1:  # (on one core a split only adds tasks)
+        span_bytes = span_bytes_for(total_bytes, cores)
+    tasks = plan_tasks(found.files, group_bytes, span_bytes)
     log.info("%d brokers, %d log dirs, %d files, %.1f MB in %d tasks", len(found.brokers),
              sum(len(b.log_dirs) for b in found.brokers), len(found.files), total_bytes / 1e6, len(tasks))
     seconds = {"discover": found.seconds + time.monotonic() - t0}
@@ -193,16 +329,17 @@ def ingest(spark: SparkSession, inputs: list[Path], work_dir: Path, payloads: bo
     files_acc, bytes_acc, parse_acc = (None, None, None) if remote else (sc.accumulator(0), sc.accumulator(0), sc.accumulator(0.0))
     tables_dir = str(table_path(work_dir.absolute(), "brokers").parent)  # executors must see this path
     t1 = time.monotonic()
-    counts = []
+    counts: list[dict] = []
+    spans: list[dict] = []
     with Progress(len(found.files), total_bytes, lambda: (files_acc.value, bytes_acc.value), enabled=progress and not remote):
         if tasks:
             task_list = work_dir.absolute() / disc.WORK / "tasks.arrow"  # executors must see this path too
             write_task_list(tasks, task_list)
             task_df = task_frame(spark, tasks)
-            from .task_writer import COUNTS_SCHEMA
-
-            counts = task_df.mapInArrow(_parse_write(str(task_list), tables_dir, payloads, files_acc, bytes_acc, parse_acc, focus),
-                                        _spark_schema(COUNTS_SCHEMA)).collect()
+            results = task_df.mapInArrow(_parse_write(str(task_list), tables_dir, payloads, files_acc, bytes_acc, parse_acc, focus),
+                                         _spark_schema(result_schema())).collect()
+            counts = [r.asDict() for r in results if r["table"] is not None]
+            spans = [r.asDict() for r in results if r["table"] is None]
     seconds["parse"] = time.monotonic() - t1
     changes = disc.changes_since(found.files)
     if said := disc.changes_text(changes):
@@ -213,15 +350,31 @@ def ingest(spark: SparkSession, inputs: list[Path], work_dir: Path, payloads: bo
 
     t2 = time.monotonic()
     from .task_writer import remove_temporaries, write_task
+    from .tasks import problem_rows, run_task
 
     remove_temporaries(tables_dir)
-    if problems:  # discovery's and the archives' own, written as one more task would write them
-        from .tasks import problem_rows
-
-        extra = pa.concat_tables([
-            problem_rows({"broker": None, "log_dir": None, "topic": None, "partition": None, "dir_state": None, "path": p["path"]},
-                         [(p["position"], p["kind"], p["detail"])]) for p in problems])
-        counts += write_task(tables_dir, len(tasks), 0, [("problems", extra)]).to_pylist()
+    extra = []
+    planned: dict[str, list[tuple[int, int]]] = {}
+    for t in tasks:
+        for f in t["files"]:
+            if f["span_start"] is not None:
+                planned.setdefault(f["path"], []).append((f["span_start"], t["task"]))
+    if planned:
+        by_path = {f["path"]: f for t in tasks for f in t["files"]}
+        discard, rerun, between = check_spans(planned, spans)
+        for task in discard:
+            remove_task_files(tables_dir, task)
+        counts = [r for r in counts if r["task"] not in discard]
+        for path, task in rerun.items():  # rare (a stale index): this file once more, whole, here
+            log.warning("%s: its offset index named a position that is not a batch boundary; read whole", path)
+            whole = {**by_path[path], "span_start": None, "span_stop": None}
+            counts += write_task(tables_dir, task, 0, run_task([whole], payloads, focus=focus), payloads).to_pylist()
+        extra += [problem_rows(by_path[path], [(position, "offset_regression", detail)]) for path, position, detail in between]
+    # discovery's and the archives' own problems, written as one more task would write them
+    extra += [problem_rows({"broker": None, "log_dir": None, "topic": None, "partition": None, "dir_state": None, "path": p["path"]},
+                           [(p["position"], p["kind"], p["detail"])]) for p in problems]
+    if extra:
+        counts += write_task(tables_dir, len(tasks), 0, [("problems", pa.concat_tables(extra))]).to_pylist()
     brokers = [asdict(b) for b in found.brokers]
     counts += write_task(tables_dir, 0, 0, [("brokers", pa.Table.from_pylist(brokers, schema=BROKERS))]).to_pylist()
     rows = {name: 0 for name in ALL_TABLES}

@@ -11,6 +11,7 @@ that the task writes itself (``task_writer.py``).
 from __future__ import annotations
 
 import hashlib
+import os
 import time
 import traceback
 from collections.abc import Iterable, Iterator
@@ -21,9 +22,10 @@ import pyarrow.compute as pc
 
 from jobs.ingest.focus import Focus
 from jobs.store.tables import COMMON, EXTRA_TABLE, INTERNAL_TOPIC_TABLE, KIND_TABLE, TS, schema_of
-from parsers.common import FileBytes, problems_table
+from parsers.common import FileBytes, FileChanged, FileWindow, problems_table
 from parsers.files import KINDS, SEGMENT_KINDS, module_for, small_parser
 from parsers.names import base_offset_from_name
+from parsers.segment import Span
 
 # kind -> decoder of the records of an internal topic (module with ``decode_records``)
 _DECODERS = {
@@ -165,23 +167,54 @@ class _Hasher:
         return digest
 
 
-def parse_file(f: dict, payloads: bool = False, as_rows: bool = False) -> Iterator[tuple[str, pa.Table]]:
+def file_sha256(path: str, size: int) -> str:
+    """SHA-256 of a file's first ``size`` bytes (its listed size), read in ``HASH_BLOCK`` pieces:
+    the hash of a segment split into spans, which no span holds whole."""
+    sha = hashlib.sha256()
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0))
+    try:
+        done = 0
+        while done < size:
+            block = os.pread(fd, min(HASH_BLOCK, size - done), done)
+            if not block:
+                raise FileChanged(f"shrank from {size} to {done} bytes while it was read (truncated by a live broker?)")
+            sha.update(block)
+            done += len(block)
+    finally:
+        os.close(fd)
+    return sha.hexdigest()
+
+
+def parse_file(f: dict, payloads: bool = False, as_rows: bool = False, spans: list[dict] | None = None) -> Iterator[tuple[str, pa.Table]]:
     """(table name, Arrow table) pieces for one file, ending with its ``files`` row: a one-row
     table, or with ``as_rows`` the ``files_row`` dict (``run_task`` makes one table of a task's).
-    Never raises: an unreadable or unparseable file becomes a ``problems`` row naming it."""
+    Never raises: an unreadable or unparseable file becomes a ``problems`` row naming it.
+
+    A segment split into spans (``f["span_start"]`` not null, see ``pipeline.split_segment``)
+    is read from ``span_start`` up to the first batch at or past ``span_stop``; where that reading
+    ended is appended to ``spans`` (``SPAN_FIELDS``) for the driver's check. Only the first span
+    yields the ``files`` row, with the hash of the whole file."""
     kind = f["kind"]
     sha = None
     problems: list[tuple[int, str, str]] = []
+    span_start = f.get("span_start")
     try:
-        with FileBytes(f["abs_path"], listed_size=f["size"]) as fb:
-            hasher = _Hasher(fb.data)
+        if span_start is None:
+            reader = FileBytes(f["abs_path"], listed_size=f["size"])
+        else:
+            reader = FileWindow(f["abs_path"], f["size"], span_start, f["span_stop"])
+        with reader as fb:
+            hasher = _Hasher(fb.data) if span_start is None else None
             if kind in SEGMENT_KINDS:
                 base = base_offset_from_name(f["path"])
                 internal = internal_table(f)
+                span = Span()
+                window = {} if span_start is None else {"start": span_start, "stop": f["span_stop"], "span": span, "ensure": fb.ensure}
                 # an internal topic's payloads are read to decode them; they leave only if asked
-                pieces = module_for(kind).iter_parse(fb.data, f["path"], records=True, payloads=payloads or internal is not None)
+                pieces = module_for(kind).iter_parse(fb.data, f["path"], records=True, payloads=payloads or internal is not None, **window)
                 for piece in pieces:
-                    hasher.advance(max(HASH_BLOCK, 0))
+                    if hasher is not None:
+                        hasher.advance(HASH_BLOCK)
                     yield "batches", conform(piece.table, "batches", f, segment_base_offset=base, file_kind=kind)
                     recs = piece.extra.get("records")
                     if recs is not None and recs.num_rows:
@@ -190,6 +223,9 @@ def parse_file(f: dict, payloads: bool = False, as_rows: bool = False) -> Iterat
                             yield from decode_internal(internal, recs, f)
                     if piece.problems.num_rows:
                         yield "problems", conform(piece.problems, "problems", f)
+                if span_start is not None and spans is not None:
+                    spans.append({"path": f["path"], "span_start": span_start, "span_next": span.next, "span_code": span.stop,
+                                  "first_base": span.first_base, "last_offset": span.last_offset})
             elif kind in KINDS:
                 piece = small_parser(kind)(fb.data, f["path"])
                 name = KIND_TABLE[kind]
@@ -204,7 +240,10 @@ def parse_file(f: dict, payloads: bool = False, as_rows: bool = False) -> Iterat
                         yield extra_name, conform(table, extra_name, f, index_kind=kind)
                 if piece.problems.num_rows:
                     yield "problems", conform(piece.problems, "problems", f)
-            sha = hasher.hexdigest()
+            if hasher is not None:
+                sha = hasher.hexdigest()
+            elif span_start == 0:
+                sha = file_sha256(f["abs_path"], f["size"])
     except OSError as exc:
         problems.append((0, "unreadable_file", unreadable_detail(exc)))
     except Exception as exc:  # a parser bug must not stop the run: name the file, keep going
@@ -212,6 +251,8 @@ def parse_file(f: dict, payloads: bool = False, as_rows: bool = False) -> Iterat
         problems.append((0, "parser_error", f"{type(exc).__name__}: {exc} (at {where.filename.rsplit('/', 1)[-1]}:{where.lineno})"))
     if problems:
         yield "problems", problem_rows(f, problems)
+    if span_start:  # a later span of a split segment: the first span gives the file's row
+        return
     row = files_row(f, sha)
     yield "files", row if as_rows else files_table([row])
 
@@ -243,11 +284,12 @@ def files_table(rows: list[dict]) -> pa.Table:
 
 
 def run_task(files: list[dict], payloads: bool = False, timing: dict | None = None,
-             focus: Focus | None = None) -> Iterator[tuple[str, pa.Table]]:
+             focus: Focus | None = None, spans: list[dict] | None = None) -> Iterator[tuple[str, pa.Table]]:
     """(table name, rows) pieces for one task's files; small pieces of one table are merged so
     the files hold few, larger row groups. ``timing["parse"]`` accumulates the seconds spent
     reading, hashing and parsing (not writing), for the benchmark. ``focus``: rows naming a
-    partition outside it (a checkpoint entry, a metadata record...) are dropped."""
+    partition outside it (a checkpoint entry, a metadata record...) are dropped. ``spans``: where
+    the reading of each span of a split segment ended (``parse_file``)."""
     if timing is None:
         timing = {}
     timing.setdefault("parse", 0.0)
@@ -270,7 +312,7 @@ def run_task(files: list[dict], payloads: bool = False, timing: dict | None = No
             yield "files", table
 
     for f in files:
-        pieces = parse_file(f, payloads, as_rows=True)
+        pieces = parse_file(f, payloads, as_rows=True, spans=spans)
         while True:
             t = time.perf_counter()
             item = next(pieces, None)

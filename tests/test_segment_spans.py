@@ -1,0 +1,140 @@
+"""A big segment read in spans, one task each, gives exactly the tables one reading gives.
+
+The spans are cut where the segment's offset index points; the driver checks that they chained
+(``pipeline.check_spans``). Each damaged variant below takes another of its branches: a stale
+index entry (read again whole), a corrupt length mid-file (the reading ends there, as Kafka's
+does), a base offset below the previous batch's across a cut (a problem no task alone can see).
+"""
+
+from __future__ import annotations
+
+import shutil
+import struct
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from jobs.ingest import discover as disc
+from jobs.ingest.pipeline import check_spans, ingest, plan_tasks, span_cuts
+from jobs.ingest.tasks import run_task
+from jobs.store.io import read_table
+from sample_data.writer.bulk import generate
+
+SPAN = 2 << 20
+SEGMENT = "broker-1/bench-0/00000000000000000000.log"
+TABLES = ("batches", "records", "problems", "files")
+
+
+@pytest.fixture(scope="module")
+def bulk(tmp_path_factory) -> Path:
+    """One broker, one partition, one ~10 MB segment of 1.2 KiB batches with its offset index."""
+    out = tmp_path_factory.mktemp("spans") / "clean"
+    generate(out, brokers=1, partitions=1, records=60_000, records_per_batch=10, segment_bytes=1 << 30)
+    return out
+
+
+def cuts_of(root: Path) -> list[int]:
+    log = root / SEGMENT
+    return span_cuts(log.with_suffix(".index").read_bytes(), log.stat().st_size, -(-log.stat().st_size // SPAN))
+
+
+def index_positions(root: Path) -> np.ndarray:
+    return np.frombuffer((root / SEGMENT).with_suffix(".index").read_bytes(), ">i4").reshape(-1, 2)[:, 1]
+
+
+def variant(bulk: Path, tmp_path: Path, damage) -> Path:
+    root = tmp_path / "in"
+    shutil.copytree(bulk, root)
+    damage(root, cuts_of(bulk))
+    return root
+
+
+def poke(path: Path, position: int, data: bytes) -> None:
+    with open(path, "r+b") as fh:
+        fh.seek(position)
+        fh.write(data)
+
+
+def stale_index(root: Path, cuts: list[int]) -> None:
+    """The index entry behind the second cut names the byte before it: inside a batch, not its start."""
+    index = root / Path(SEGMENT).with_suffix(".index")
+    i = int(np.nonzero(index_positions(root) == cuts[1])[0][0])
+    poke(index, i * 8 + 4, struct.pack(">i", cuts[1] - 1))
+
+
+def corrupt_length(root: Path, cuts: list[int]) -> None:
+    """A batch strictly inside the second span says its length is 1: Kafka's reading stops there."""
+    inside = [int(p) for p in index_positions(root) if cuts[0] < p < cuts[1]]
+    poke(root / SEGMENT, inside[len(inside) // 2] + 8, struct.pack(">i", 1))
+
+
+def offset_regression(root: Path, cuts: list[int]) -> None:
+    """The first batch of the third span says base offset 0 (the field no CRC covers)."""
+    poke(root / SEGMENT, cuts[1], struct.pack(">q", 0))
+
+
+def verdict(root: Path, work: Path):
+    """What ``check_spans`` says of ``root``'s spans, each task run here without Spark."""
+    found = disc.discover_inputs([root], work)
+    tasks = plan_tasks(found.files, 1 << 20, SPAN)
+    planned: dict[str, list[tuple[int, int]]] = {}
+    spans: list[dict] = []
+    for t in tasks:
+        for f in t["files"]:
+            if f["span_start"] is not None:
+                planned.setdefault(f["path"], []).append((f["span_start"], t["task"]))
+        list(run_task(t["files"], spans=spans))
+    return planned[SEGMENT], check_spans(planned, spans)
+
+
+def rows(spark, out: Path, name: str) -> list[tuple]:
+    df = read_table(spark, out, name)
+    return sorted((tuple(r) for r in df.collect()), key=repr)
+
+
+def assert_same_tables(spark, root: Path, tmp_path: Path) -> None:
+    whole = ingest(spark, [root], tmp_path / "whole", progress=False, span_bytes=1 << 40)
+    split = ingest(spark, [root], tmp_path / "split", progress=False, span_bytes=SPAN)
+    assert split.tasks > whole.tasks  # the segment was read in spans
+    for name in TABLES:
+        assert rows(spark, tmp_path / "split", name) == rows(spark, tmp_path / "whole", name), name
+    assert split.rows == whole.rows
+
+
+def test_cuts_are_batch_positions_the_index_names(bulk):
+    cuts = cuts_of(bulk)
+    assert len(cuts) >= 3
+    assert set(cuts) <= set(index_positions(bulk).tolist())
+    assert cuts == sorted(set(cuts))
+
+
+def test_an_index_gives_no_cut_past_its_zero_filled_tail():
+    """A preallocated index ends in zero entries; a position that does not rise is not used."""
+    entries = struct.pack(">8i", 10, 4096, 20, 8192, 0, 0, 0, 0)
+    assert span_cuts(entries, 100_000, 4) == [8192]
+    assert span_cuts(b"", 100_000, 4) == []
+
+
+def test_spans_of_a_sound_segment_chain(bulk, tmp_path):
+    parts, (discard, rerun, between) = verdict(bulk, tmp_path / "work")
+    assert len(parts) >= 4
+    assert (discard, rerun, between) == (set(), {}, [])
+
+
+def test_a_split_segment_ingests_to_the_same_tables(spark, bulk, tmp_path):
+    assert_same_tables(spark, bulk, tmp_path)
+
+
+@pytest.mark.parametrize("damage", [stale_index, corrupt_length, offset_regression], ids=lambda d: d.__name__)
+def test_a_damaged_split_segment_ingests_to_the_same_tables(spark, bulk, tmp_path, damage):
+    root = variant(bulk, tmp_path, damage)
+    parts, (discard, rerun, between) = verdict(root, tmp_path / "work")
+    tasks = [task for _, task in sorted(parts)]
+    if damage is stale_index:
+        assert rerun == {SEGMENT: tasks[0]} and discard == set(tasks)
+    elif damage is corrupt_length:
+        assert discard == set(tasks[2:]) and not rerun
+    else:
+        assert [(p, pos) for p, pos, _ in between] == [(SEGMENT, cuts_of(bulk)[1])] and not discard
+    assert_same_tables(spark, root, tmp_path)
