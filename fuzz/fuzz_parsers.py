@@ -514,6 +514,37 @@ def check_record(kind: str, data: bytes) -> None:
         raise ContractBreak(f"a problem away from the record or without detail: {problems}")
 
 
+def check_spans_read_as_whole(data: bytes, path: str, whole, rng: random.Random) -> None:
+    """Read ``data`` in spans cut at some of its batch positions (where an index points) and at
+    a random byte or two (a stale index), keep what ``pipeline.check_spans`` keeps, and compare
+    with the whole reading: the driver of ``ingest`` does exactly this with the spans' tables."""
+    from jobs.ingest.pipeline import check_spans
+
+    bpos = whole.table.column("position").to_pylist()
+    cuts = set(rng.sample(bpos[1:], min(len(bpos) - 1, rng.randint(1, 4))))
+    if rng.random() < 0.3:
+        cuts.add(rng.randint(1, len(data) - 1))
+    bounds = [0, *sorted(cuts), len(data)]
+    reports, parts = [], {}
+    for task, (start, stop) in enumerate(zip(bounds, bounds[1:])):
+        span = segment.Span()
+        parts[task] = list(segment.iter_parse(data, path, records=True, start=start, stop=stop, span=span))
+        reports.append({"path": path, "span_start": start, "span_next": span.next, "span_code": span.stop,
+                        "first_base": span.first_base, "last_offset": span.last_offset})
+    discard, rerun, between = check_spans({path: [(start, task) for task, start in enumerate(bounds[:-1])]}, reports)
+    if rerun:
+        if all(c in bpos for c in cuts):
+            raise ContractBreak(f"spans cut at batch positions {sorted(cuts)} did not chain")
+        return
+    kept = [p for task, ps in parts.items() if task not in discard for p in ps]
+    batches = pa.concat_tables([p.table for p in kept])
+    problems = [(r["position"], r["kind"], r["detail"]) for p in kept for r in p.problems.to_pylist()]
+    problems += [(position, "offset_regression", detail) for _, position, detail in between]
+    want = [(r["position"], r["kind"], r["detail"]) for r in whole.problems.to_pylist()]
+    if not batches.equals(whole.table) or sorted(problems) != sorted(want):
+        raise ContractBreak(f"reading in spans cut at {sorted(cuts)} differs from reading the whole file")
+
+
 def check(kind: str, data: bytes, rng: random.Random | None = None) -> None:
     """Parse ``data`` as ``kind``; raise on an uncaught exception or a contract break."""
     if kind in DECODER_TOPICS:
@@ -539,6 +570,8 @@ def check(kind: str, data: bytes, rng: random.Random | None = None) -> None:
             pa_ = pa.concat_tables([p.problems for p in parts])
             if not a.equals(whole.table) or sorted(pa_.to_pylist(), key=str) != sorted(whole.problems.to_pylist(), key=str):
                 raise ContractBreak(f"reading in chunks of {chunk} bytes differs from reading the whole file")
+        if rng is not None and rng.random() < 0.03 and bpos.size > 1:  # spans == whole, when they chained
+            check_spans_read_as_whole(data, path, got, rng)
     else:
         got = files.small_parser(kind)(data, path)
         _check_common(kind, got, len(data))

@@ -134,6 +134,28 @@ def _pread_all(fd: int, size: int) -> bytes:
     return parts[0] if len(parts) == 1 else b"".join(parts)
 
 
+def _open_listed(path: str, listed_size: int | None) -> tuple[int, int]:
+    """An O_RDONLY | O_NONBLOCK descriptor of ``path`` and how many bytes of it to read (its listed
+    size, or its size now), after checking that it is still a regular file no smaller than listed
+    (``FileBytes``' doc says why). The caller closes the descriptor."""
+    flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_BINARY", 0) | getattr(os, "O_CLOEXEC", 0)
+    if listed_size is not None:
+        flags |= getattr(os, "O_NOFOLLOW", 0)
+    fd = os.open(path, flags)
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            what = next((why for test, why in _SPECIAL_FILES if test(st.st_mode)), "not a regular file")
+            raise FileChanged(f"{what}, not a regular file" + (" (it was one when listed)" if listed_size is not None else ""))
+        want = st.st_size if listed_size is None else listed_size
+        if st.st_size < want:
+            raise FileChanged(f"shrank from {want} to {st.st_size} bytes since it was listed (truncated by a live broker?)")
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd, want
+
+
 class FileBytes:
     """A read-only copy of a file's bytes, read once with ``pread``.
 
@@ -152,18 +174,8 @@ class FileBytes:
 
     def __init__(self, path: str | os.PathLike[str], listed_size: int | None = None):
         self.path = os.fspath(path)
-        flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_BINARY", 0) | getattr(os, "O_CLOEXEC", 0)
-        if listed_size is not None:
-            flags |= getattr(os, "O_NOFOLLOW", 0)
-        fd = os.open(self.path, flags)
+        fd, want = _open_listed(self.path, listed_size)
         try:
-            st = os.fstat(fd)
-            if not stat.S_ISREG(st.st_mode):
-                what = next((why for test, why in _SPECIAL_FILES if test(st.st_mode)), "not a regular file")
-                raise FileChanged(f"{what}, not a regular file" + (" (it was one when listed)" if listed_size is not None else ""))
-            want = st.st_size if listed_size is None else listed_size
-            if st.st_size < want:
-                raise FileChanged(f"shrank from {want} to {st.st_size} bytes since it was listed (truncated by a live broker?)")
             self.data: bytes = _pread_all(fd, want) if want > 0 else b""
             if len(self.data) < want:
                 raise FileChanged(f"shrank from {want} to {len(self.data)} bytes while it was read (truncated by a live broker?)")
@@ -199,16 +211,11 @@ class FileWindow(FileBytes):
         import numpy as np
 
         self.path = os.fspath(path)
-        self.size = listed_size
-        self._fd = os.open(self.path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0))
+        self._fd, self.size = _open_listed(self.path, listed_size)
         try:
-            st = os.fstat(self._fd)
-            if not stat.S_ISREG(st.st_mode):
-                what = next((why for test, why in _SPECIAL_FILES if test(st.st_mode)), "not a regular file")
-                raise FileChanged(f"{what}, not a regular file (it was one when listed)")
-            if st.st_size < listed_size:
-                raise FileChanged(f"shrank from {listed_size} to {st.st_size} bytes since it was listed (truncated by a live broker?)")
-            self.data = np.empty(listed_size, np.uint8)
+            # zeros, not empty: as cheap (the OS hands out zero pages as they are touched), and a
+            # byte read without ``ensure`` is a zero, never a leftover of an earlier file
+            self.data = np.zeros(listed_size, np.uint8)
             self._hi = start
             self.ensure(stop)
         except BaseException:
@@ -224,6 +231,21 @@ class FileWindow(FileBytes):
             if n <= 0:
                 raise FileChanged(f"shrank from {self.size} to {self._hi} bytes while it was read (truncated by a live broker?)")
             self._hi += n
+
+    def sha256(self, block: int = 32 << 20) -> str:
+        """SHA-256 of the whole file as listed, read through this window's own descriptor (the
+        file parsed, not whatever the path names by now), ``block`` bytes at a time."""
+        import hashlib
+
+        sha = hashlib.sha256()
+        done = 0
+        while done < self.size:
+            part = os.pread(self._fd, min(block, self.size - done), done)
+            if not part:
+                raise FileChanged(f"shrank from {self.size} to {done} bytes while it was read (truncated by a live broker?)")
+            sha.update(part)
+            done += len(part)
+        return sha.hexdigest()
 
     def close(self) -> None:
         if self._fd >= 0:

@@ -19,6 +19,7 @@ from jobs.ingest import discover as disc
 from jobs.ingest.pipeline import check_spans, ingest, plan_tasks, span_cuts
 from jobs.ingest.tasks import run_task
 from jobs.store.io import read_table
+from parsers.headers import STOP_LIMIT
 from sample_data.writer.bulk import generate
 
 SPAN = 2 << 20
@@ -69,6 +70,13 @@ def corrupt_length(root: Path, cuts: list[int]) -> None:
     poke(root / SEGMENT, inside[len(inside) // 2] + 8, struct.pack(">i", 1))
 
 
+def zeros_across_a_cut(root: Path, cuts: list[int]) -> None:
+    """Zeros from inside the second span's last batch to past the third span's end: the third
+    span's reading stops at once (length 0), and says why as a whole reading would, from the
+    whole rest of the file (not a zero-filled tail: bytes follow the zeros)."""
+    poke(root / SEGMENT, cuts[1] - 100, bytes(cuts[2] - cuts[1] + 200))
+
+
 def offset_regression(root: Path, cuts: list[int]) -> None:
     """The first batch of the third span says base offset 0 (the field no CRC covers)."""
     poke(root / SEGMENT, cuts[1], struct.pack(">q", 0))
@@ -93,11 +101,11 @@ def rows(spark, out: Path, name: str) -> list[tuple]:
     return sorted((tuple(r) for r in df.collect()), key=repr)
 
 
-def assert_same_tables(spark, root: Path, tmp_path: Path) -> None:
-    whole = ingest(spark, [root], tmp_path / "whole", progress=False, span_bytes=1 << 40)
-    split = ingest(spark, [root], tmp_path / "split", progress=False, span_bytes=SPAN)
+def assert_same_tables(spark, root: Path, tmp_path: Path, payloads: bool = False, tables=TABLES) -> None:
+    whole = ingest(spark, [root], tmp_path / "whole", payloads=payloads, progress=False, span_bytes=1 << 40)
+    split = ingest(spark, [root], tmp_path / "split", payloads=payloads, progress=False, span_bytes=SPAN)
     assert split.tasks > whole.tasks  # the segment was read in spans
-    for name in TABLES:
+    for name in tables:
         assert rows(spark, tmp_path / "split", name) == rows(spark, tmp_path / "whole", name), name
     assert split.rows == whole.rows
 
@@ -126,7 +134,28 @@ def test_a_split_segment_ingests_to_the_same_tables(spark, bulk, tmp_path):
     assert_same_tables(spark, bulk, tmp_path)
 
 
-@pytest.mark.parametrize("damage", [stale_index, corrupt_length, offset_regression], ids=lambda d: d.__name__)
+def test_a_split_segment_keeps_its_payloads(spark, bulk, tmp_path):
+    assert_same_tables(spark, bulk, tmp_path, payloads=True)
+
+
+def test_a_split_internal_topic_decodes_to_the_same_rows(spark, tmp_path):
+    """An internal topic's records are decoded piece by piece, and its pieces are cut elsewhere in
+    spans: the decoded rows and their problems are still the same."""
+    root = tmp_path / "in"
+    generate(root, brokers=1, partitions=1, records=60_000, records_per_batch=10, segment_bytes=1 << 30, topic="__consumer_offsets")
+    assert_same_tables(spark, root, tmp_path, tables=(*TABLES, "consumer_offsets"))
+
+
+def test_a_span_that_reports_nothing_has_its_file_read_again_whole():
+    """A span task that failed (a parser or decoder error, the file changed) hands back no span
+    row: all the file's spans go, and the file is read once more, whole."""
+    planned = {"a.log": [(0, 3), (100, 4), (200, 5)]}
+    reported = [{"path": "a.log", "span_start": 0, "span_next": 100, "span_code": STOP_LIMIT, "first_base": 0, "last_offset": 9},
+                {"path": "a.log", "span_start": 200, "span_next": 300, "span_code": 0, "first_base": 20, "last_offset": 29}]
+    assert check_spans(planned, reported) == ({3, 4, 5}, {"a.log": 3}, [])
+
+
+@pytest.mark.parametrize("damage", [stale_index, corrupt_length, zeros_across_a_cut, offset_regression], ids=lambda d: d.__name__)
 def test_a_damaged_split_segment_ingests_to_the_same_tables(spark, bulk, tmp_path, damage):
     root = variant(bulk, tmp_path, damage)
     parts, (discard, rerun, between) = verdict(root, tmp_path / "work")
@@ -135,6 +164,8 @@ def test_a_damaged_split_segment_ingests_to_the_same_tables(spark, bulk, tmp_pat
         assert rerun == {SEGMENT: tasks[0]} and discard == set(tasks)
     elif damage is corrupt_length:
         assert discard == set(tasks[2:]) and not rerun
+    elif damage is zeros_across_a_cut:
+        assert discard == set(tasks[3:]) and not rerun
     else:
         assert [(p, pos) for p, pos, _ in between] == [(SEGMENT, cuts_of(bulk)[1])] and not discard
     assert_same_tables(spark, root, tmp_path)

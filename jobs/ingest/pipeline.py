@@ -43,8 +43,9 @@ log = logging.getLogger(__name__)
 GROUP_BYTES = 64 << 20
 GROUP_FILES = 512
 SPAN_MIN_BYTES = 16 << 20  # a span of a split segment: never smaller (each task costs its start and its files)
-# the first span of a split segment also hashes the whole file, at about this many times the
-# speed of parsing (SHA-256 ~1.9 GB/s, parsing ~200 MB/s a core): it is planned that much bigger
+# the first span of a split segment also reads and hashes the whole file, at about this many
+# times the speed of parsing (SHA-256 ~1.9 GB/s, parsing ~200 MB/s a core): its task is ordered
+# as if it were that much bigger, so that it starts first
 HASH_SHARE = 8
 
 FILE_FIELDS = ["abs_path", "path", "broker", "log_dir", "topic", "partition", "dir_state", "kind", "size", "mtime_ms", "archive"]
@@ -112,20 +113,22 @@ def span_cuts(index: bytes, size: int, spans: int) -> list[int]:
     return sorted({int(usable[i]) for i in picks if i >= 0})
 
 
-def split_segment(row: dict, index_path: str | None, span_bytes: int) -> list[dict]:
-    """``row`` (a segment's task-list row) as rows of spans ``[span_start, span_stop)`` cut at its
-    index's batch positions, or ``[row]`` when it is not worth it or its index gives no cut.
+def split_segment(row: dict, index: tuple[str, int] | None, span_bytes: int) -> list[dict]:
+    """``row`` (a segment's task-list row) as rows of spans ``[span_start, span_stop)`` cut at the
+    batch positions of its index (``(path, listed size)``), or ``[row]`` when it is not worth it
+    or its index gives no cut.
 
     Why: a task reads one file, and a 1 GiB segment alone would hold one core while the others
     sit idle at the end of an ingest."""
-    if row["kind"] != "segment" or index_path is None or row["size"] < 2 * span_bytes:
+    if row["kind"] != "segment" or index is None or row["size"] < 2 * span_bytes:
         return [row]
-    try:
-        with open(index_path, "rb") as fh:  # evidence: read only (a few MB at most)
-            index = fh.read()
+    from parsers.common import FileBytes
+
+    try:  # (read as every listed file is: no link followed, no fifo blocking, not grown)
+        with FileBytes(index[0], listed_size=index[1]) as fb:
+            cuts = span_cuts(fb.data, row["size"], -(-row["size"] // span_bytes))
     except OSError:
         return [row]
-    cuts = span_cuts(index, row["size"], -(-row["size"] // span_bytes))
     if not cuts:
         return [row]
     bounds = [0, *cuts, row["size"]]
@@ -139,7 +142,7 @@ def plan_tasks(files: list[disc.FileEntry], group_bytes: int = GROUP_BYTES, span
     current: list[dict] = []
     current_bytes = 0
     current_dir = None
-    indexes = {f.abs_path for f in files if f.kind == "offset_index"}
+    indexes = {f.abs_path: f.size for f in files if f.kind == "offset_index"}
 
     def close():
         nonlocal current, current_bytes
@@ -151,7 +154,7 @@ def plan_tasks(files: list[disc.FileEntry], group_bytes: int = GROUP_BYTES, span
         row = {k: getattr(f, k) for k in FILE_FIELDS} | {"span_start": None, "span_stop": None}
         if f.size >= group_bytes:
             index = f.abs_path[: -len(".log")] + ".index" if f.abs_path.endswith(".log") else None
-            index = index if index in indexes else None
+            index = (index, indexes[index]) if index in indexes else None
             for part in split_segment(row, index, span_bytes) if span_bytes else [row]:
                 size = part["size"] if part["span_start"] is None else part["span_stop"] - part["span_start"]
                 tasks.append({"bytes": size, "files": [part]})
@@ -244,10 +247,12 @@ def check_spans(planned: dict[str, list[tuple[int, int]]], reported: list[dict])
     return discard, rerun, problems
 
 
-def remove_task_files(tables_dir: str, task: int) -> None:
-    """Delete every table file task ``task`` wrote (``task_writer``'s ``part-<task>.parquet``)."""
-    for part in Path(tables_dir).rglob(f"part-{task:05d}.parquet"):
-        part.unlink()
+def remove_task_files(tables_dir: str, tasks: set[int]) -> None:
+    """Delete every table file these tasks wrote (``task_writer``'s ``part-<task>.parquet``)."""
+    names = {f"part-{task:05d}.parquet" for task in tasks}
+    for part in Path(tables_dir).rglob("part-*.parquet"):
+        if part.name in names:
+            part.unlink()
 
 
 def _parse_write(task_list: str, tables_dir: str, payloads: bool, files_acc, bytes_acc, parse_acc, focus=None):
@@ -270,8 +275,6 @@ def _parse_write(task_list: str, tables_dir: str, payloads: bool, files_acc, byt
                 timing: dict = {}
                 spans: list[dict] = []
                 counts = write_task(tables_dir, task["task"], attempt, run_task(task["files"], payloads, timing, focus, spans), payloads)
-                for s in spans:
-                    s["task"] = task["task"]
                 yield from task_results(counts, spans).to_batches()
                 if files_acc is not None:  # (none over Spark Connect)
                     files_acc.add(sum(1 for f in task["files"] if not f["span_start"]))
@@ -362,11 +365,11 @@ def ingest(spark: SparkSession, inputs: list[Path], work_dir: Path, payloads: bo
     if planned:
         by_path = {f["path"]: f for t in tasks for f in t["files"]}
         discard, rerun, between = check_spans(planned, spans)
-        for task in discard:
-            remove_task_files(tables_dir, task)
+        if discard:
+            remove_task_files(tables_dir, discard)
         counts = [r for r in counts if r["task"] not in discard]
-        for path, task in rerun.items():  # rare (a stale index): this file once more, whole, here
-            log.warning("%s: its offset index named a position that is not a batch boundary; read whole", path)
+        for path, task in rerun.items():  # rare (a stale index, a span that failed): this file once more, whole, here
+            log.warning("%s: its spans did not read as one reading would (a stale offset index, or a span that failed); read again whole", path)
             whole = {**by_path[path], "span_start": None, "span_stop": None}
             counts += write_task(tables_dir, task, 0, run_task([whole], payloads, focus=focus), payloads).to_pylist()
         extra += [problem_rows(by_path[path], [(position, "offset_regression", detail)]) for path, position, detail in between]

@@ -11,7 +11,6 @@ that the task writes itself (``task_writer.py``).
 from __future__ import annotations
 
 import hashlib
-import os
 import time
 import traceback
 from collections.abc import Iterable, Iterator
@@ -22,7 +21,7 @@ import pyarrow.compute as pc
 
 from jobs.ingest.focus import Focus
 from jobs.store.tables import COMMON, EXTRA_TABLE, INTERNAL_TOPIC_TABLE, KIND_TABLE, TS, schema_of
-from parsers.common import FileBytes, FileChanged, FileWindow, problems_table
+from parsers.common import FileBytes, FileWindow, problems_table
 from parsers.files import KINDS, SEGMENT_KINDS, module_for, small_parser
 from parsers.names import base_offset_from_name
 from parsers.segment import Span
@@ -46,14 +45,17 @@ def internal_table(f: dict) -> str | None:
     return None
 
 
-def decode_internal(name: str, records: pa.Table, f: dict) -> Iterator[tuple[str, pa.Table]]:
+def decode_internal(name: str, records: pa.Table, f: dict, failed: list | None = None) -> Iterator[tuple[str, pa.Table]]:
     """Rows of an internal topic's decoded table, plus its problems. The decoders never raise on
-    bad bytes; a bug in one still must not lose the segment's other tables, so it is caught."""
+    bad bytes; a bug in one still must not lose the segment's other tables, so it is caught (and
+    its exception appended to ``failed``)."""
     import importlib
 
     try:
         table, problems = importlib.import_module(_DECODERS[name]).decode_records(records)
     except Exception as exc:  # a decoder bug: name the file, keep the segment's other tables
+        if failed is not None:
+            failed.append(exc)
         where = traceback.extract_tb(exc.__traceback__)[-1]
         yield "problems", problem_rows(f, [(0, "parser_error", f"{name}: {type(exc).__name__}: {exc} (at {where.filename.rsplit('/', 1)[-1]}:{where.lineno})")])
         return
@@ -167,24 +169,6 @@ class _Hasher:
         return digest
 
 
-def file_sha256(path: str, size: int) -> str:
-    """SHA-256 of a file's first ``size`` bytes (its listed size), read in ``HASH_BLOCK`` pieces:
-    the hash of a segment split into spans, which no span holds whole."""
-    sha = hashlib.sha256()
-    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0))
-    try:
-        done = 0
-        while done < size:
-            block = os.pread(fd, min(HASH_BLOCK, size - done), done)
-            if not block:
-                raise FileChanged(f"shrank from {size} to {done} bytes while it was read (truncated by a live broker?)")
-            sha.update(block)
-            done += len(block)
-    finally:
-        os.close(fd)
-    return sha.hexdigest()
-
-
 def parse_file(f: dict, payloads: bool = False, as_rows: bool = False, spans: list[dict] | None = None) -> Iterator[tuple[str, pa.Table]]:
     """(table name, Arrow table) pieces for one file, ending with its ``files`` row: a one-row
     table, or with ``as_rows`` the ``files_row`` dict (``run_task`` makes one table of a task's).
@@ -209,6 +193,7 @@ def parse_file(f: dict, payloads: bool = False, as_rows: bool = False, spans: li
                 base = base_offset_from_name(f["path"])
                 internal = internal_table(f)
                 span = Span()
+                failed: list[Exception] = []
                 window = {} if span_start is None else {"start": span_start, "stop": f["span_stop"], "span": span, "ensure": fb.ensure}
                 # an internal topic's payloads are read to decode them; they leave only if asked
                 pieces = module_for(kind).iter_parse(fb.data, f["path"], records=True, payloads=payloads or internal is not None, **window)
@@ -220,10 +205,12 @@ def parse_file(f: dict, payloads: bool = False, as_rows: bool = False, spans: li
                     if recs is not None and recs.num_rows:
                         yield "records", records_table(recs, piece.table, f, payloads)
                         if internal is not None:
-                            yield from decode_internal(internal, recs, f)
+                            yield from decode_internal(internal, recs, f, failed)
                     if piece.problems.num_rows:
                         yield "problems", conform(piece.problems, "problems", f)
-                if span_start is not None and spans is not None:
+                # a decoder that failed on a piece failed on the pieces of this span, which a whole
+                # reading cuts elsewhere: no span row, and the driver reads the file again whole
+                if span_start is not None and spans is not None and not failed:
                     spans.append({"path": f["path"], "span_start": span_start, "span_next": span.next, "span_code": span.stop,
                                   "first_base": span.first_base, "last_offset": span.last_offset})
             elif kind in KINDS:
@@ -243,7 +230,7 @@ def parse_file(f: dict, payloads: bool = False, as_rows: bool = False, spans: li
             if hasher is not None:
                 sha = hasher.hexdigest()
             elif span_start == 0:
-                sha = file_sha256(f["abs_path"], f["size"])
+                sha = fb.sha256(HASH_BLOCK)
     except OSError as exc:
         problems.append((0, "unreadable_file", unreadable_detail(exc)))
     except Exception as exc:  # a parser bug must not stop the run: name the file, keep going
