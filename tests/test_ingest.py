@@ -180,3 +180,23 @@ def test_a_task_reads_only_its_own_files_from_the_task_list(tmp_path):
     tasks = [{"task": i, "bytes": 10 * i, "files": [file(i), file(i + 100)]} for i in range(3)]
     write_task_list(tasks, tmp_path / "_work" / "tasks.arrow")
     assert [read_task(str(tmp_path / "_work" / "tasks.arrow"), i) for i in (2, 0, 1)] == [tasks[2], tasks[0], tasks[1]]
+
+
+def test_a_task_names_few_topics_and_many_files():
+    """Small files are packed by the thousand (a Python task costs ~60 ms before its first file),
+    but a task's files name at most ``GROUP_TOPICS`` topics: each is a folder of the partitioned
+    tables, and a task holds a Parquet writer (an open file) per folder until it commits."""
+    from jobs.ingest.discover import FileEntry
+    from jobs.ingest.pipeline import GROUP_FILES, GROUP_FILES_MAX, GROUP_TOPICS, group_files_for, plan_tasks
+
+    def entry(topic: int, name: str) -> FileEntry:
+        path = f"b1/t{topic:04d}-0/{name}"
+        return FileEntry(f"/in/{path}", path, 1, "b1", f"t{topic:04d}", 0, None, "partition_metadata", 10, 0, None)
+
+    one_topic = [entry(0, f"{i:05d}.snapshot") for i in range(3000)]
+    assert [len(t["files"]) for t in plan_tasks(one_topic, 1 << 30, group_files=group_files_for(90_000, 2))] == [3000]
+    many_topics = [entry(t, "partition.metadata") for t in range(300)]
+    tasks = plan_tasks(many_topics, 1 << 30, group_files=GROUP_FILES_MAX)
+    assert max(len({f["topic"] for f in t["files"]}) for t in tasks) == GROUP_TOPICS
+    assert sum(len(t["files"]) for t in tasks) == 300
+    assert group_files_for(1_000, 2) == GROUP_FILES and group_files_for(10**7, 2) == GROUP_FILES_MAX

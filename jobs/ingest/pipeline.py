@@ -4,10 +4,11 @@ Flow (all heavy work on executors, nothing parsed comes back to the driver):
 1. discovery on the driver (``discover.discover_inputs``; archives extracted safely first) gives the
    file list; callers run it before starting Spark, so unusable input fails without a JVM;
 2. files are packed into tasks: a file of ``GROUP_BYTES`` or more is a task of its own, smaller
-   files of one log dir are grouped up to ``GROUP_BYTES`` / ``GROUP_FILES``; a segment bigger than
-   a core's share of the input is read in spans, one task each, cut at batch positions its offset
-   index names (``split_segment``; after the job ``check_spans`` verifies that they chained, as one
-   reading from the start would); tasks are ordered largest first so the long ones start early;
+   files of one log dir are grouped (``group_bytes_for``, ``group_files_for``, ``GROUP_TOPICS``);
+   a segment bigger than a core's share of the input is read in spans, one task each, cut at
+   batch positions its offset index names (``split_segment``; after the job ``check_spans``
+   verifies that they chained, as one reading from the start would); tasks are ordered largest
+   first so the long ones start early;
 3. the task list is written to the staging dir (``_work/tasks.arrow``, one Arrow record batch per
    task); ``spark.range`` gives one Spark partition per task number and ``mapInArrow`` runs
    ``tasks.run_task`` on the files of its number, read from that file, and the task writes each table's Parquet files itself
@@ -41,7 +42,11 @@ from .focus import Focus
 log = logging.getLogger(__name__)
 
 GROUP_BYTES = 64 << 20
-GROUP_FILES = 512
+GROUP_FILES = 512  # files a task holds at least (when there are that many), and
+GROUP_FILES_MAX = 4096  # at most: see group_files_for
+# topics a task's files may name: each is a folder of the partitioned tables (records, batches),
+# and a task keeps one Parquet writer, an open file, per folder until it commits
+GROUP_TOPICS = 128
 SPAN_MIN_BYTES = 16 << 20  # a span of a split segment: never smaller (each task costs its start and its files)
 # the first span of a split segment also reads and hashes the whole file, at about this many
 # times the speed of parsing (SHA-256 ~1.9 GB/s, parsing ~200 MB/s a core): its task is ordered
@@ -82,6 +87,16 @@ def group_bytes_for(total_bytes: int, parallelism: int) -> int:
     """Pack small files into tasks of at most this many bytes: about four tasks per core so
     cores stay busy to the end, never tiny (1 MiB) nor huge (``GROUP_BYTES``)."""
     return int(min(GROUP_BYTES, max(1 << 20, total_bytes // max(1, 4 * parallelism))))
+
+
+def group_files_for(files: int, parallelism: int) -> int:
+    """Pack small files into tasks of at most this many files: about four tasks per core, between
+    ``GROUP_FILES`` and ``GROUP_FILES_MAX``. Why not always the least: a Python task costs ~60 ms
+    of Spark and pyspark before its first file, and a task's first files cost more than its later
+    ones (its writers, its first scalars). Measured at 3 brokers x 5,000 partitions (90,015
+    files, 2 cores, ``ingest_bench --child``): 512 files a task 177 tasks, parsing 31.3 s;
+    2,048: 45 tasks, 21.6-22.6 s; 4,096: 24 tasks, 20.8 s; 8,192: 12 tasks, 21.5 s."""
+    return int(min(GROUP_FILES_MAX, max(GROUP_FILES, files // max(1, 4 * parallelism))))
 
 
 def span_bytes_for(total_bytes: int, cores: int) -> int:
@@ -135,13 +150,16 @@ def split_segment(row: dict, index: tuple[str, int] | None, span_bytes: int) -> 
     return [{**row, "span_start": a, "span_stop": b} for a, b in zip(bounds, bounds[1:])]
 
 
-def plan_tasks(files: list[disc.FileEntry], group_bytes: int = GROUP_BYTES, span_bytes: int | None = None) -> list[dict]:
-    """Tasks of whole files: big files alone, small files of one log dir packed together, and
-    with ``span_bytes`` a segment of twice that or more in spans of about that size, one task each."""
+def plan_tasks(files: list[disc.FileEntry], group_bytes: int = GROUP_BYTES, span_bytes: int | None = None,
+               group_files: int = GROUP_FILES) -> list[dict]:
+    """Tasks of whole files: big files alone, small files of one log dir packed together (up to
+    ``group_bytes``, ``group_files`` and ``GROUP_TOPICS``), and with ``span_bytes`` a segment of
+    twice that or more in spans of about that size, one task each."""
     tasks: list[dict] = []
     current: list[dict] = []
     current_bytes = 0
     current_dir = None
+    topics: set = set()
     indexes = {f.abs_path: f.size for f in files if f.kind == "offset_index"}
 
     def close():
@@ -149,6 +167,7 @@ def plan_tasks(files: list[disc.FileEntry], group_bytes: int = GROUP_BYTES, span
         if current:
             tasks.append({"bytes": current_bytes, "files": current})
         current, current_bytes = [], 0
+        topics.clear()
 
     for f in sorted(files, key=lambda f: f.path):
         row = {k: getattr(f, k) for k in FILE_FIELDS} | {"span_start": None, "span_stop": None}
@@ -159,9 +178,11 @@ def plan_tasks(files: list[disc.FileEntry], group_bytes: int = GROUP_BYTES, span
                 size = part["size"] if part["span_start"] is None else part["span_stop"] - part["span_start"]
                 tasks.append({"bytes": size, "files": [part]})
             continue
-        if current_dir != f.log_dir or current_bytes + f.size > group_bytes or len(current) >= GROUP_FILES:
+        if (current_dir != f.log_dir or current_bytes + f.size > group_bytes or len(current) >= group_files
+                or (f.topic not in topics and len(topics) >= GROUP_TOPICS)):
             close()
             current_dir = f.log_dir
+        topics.add(f.topic)
         current.append(row)
         current_bytes += f.size
     close()
@@ -320,7 +341,7 @@ def ingest(spark: SparkSession, inputs: list[Path], work_dir: Path, payloads: bo
     group_bytes = group_bytes_for(total_bytes, cores)
     if span_bytes is None and cores > 1:  # (on one core a split only adds tasks)
         span_bytes = span_bytes_for(total_bytes, cores)
-    tasks = plan_tasks(found.files, group_bytes, span_bytes)
+    tasks = plan_tasks(found.files, group_bytes, span_bytes, group_files_for(len(found.files), cores))
     log.info("%d brokers, %d log dirs, %d files, %.1f MB in %d tasks", len(found.brokers),
              sum(len(b.log_dirs) for b in found.brokers), len(found.files), total_bytes / 1e6, len(tasks))
     seconds = {"discover": found.seconds + time.monotonic() - t0}
