@@ -66,6 +66,11 @@ def missing(value: Any) -> bool:
     """None, NaN, NaT or pd.NA (arrays and dicts are never 'missing' here)."""
     if value is None:
         return True
+    kind = type(value)
+    if kind is int or kind is str or kind is bool:  # the common cases, without pandas (~1 µs a call, a million calls at 15,000 partitions)
+        return False
+    if kind is float:
+        return value != value
     if isinstance(value, (list, tuple, dict, np.ndarray)):
         return False
     try:

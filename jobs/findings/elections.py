@@ -127,14 +127,16 @@ def crash_lost_data(leader: dict | None, hw: int) -> bool:
             and leader["recovery_point"] < hw)
 
 
-def _cause_at(topic: str, part: int, s: dict, reps: dict, starts: dict, leaders: dict) -> tuple | None:
+def _cause_at(topic: str, part: int, s: dict, reps: dict, starts: dict, leaders: dict, replicas: list) -> tuple | None:
     """(epoch, start, old replica) of the highest HW checkpoint an old-lineage replica of the partition
     keeps above the start of the surviving log's next epoch, the same on every surviving-log
-    candidate; None when there is none or the candidates disagree."""
+    candidate; None when there is none or the candidates disagree. ``replicas``: the partition's
+    (topic, partition, broker) keys of ``reps``."""
     cands = {c["broker"] for c in s["candidates"]}
     best = None
-    for (t, p, b), old in reps.items():
-        if (t, p) != (topic, part) or b in cands or old["hw_checkpoint"] is None or last_epoch(old) < 0:
+    for t, p, b in replicas:
+        old = reps[(t, p, b)]
+        if b in cands or old["hw_checkpoint"] is None or last_epoch(old) < 0:
             continue
         hits = {epoch_below_hw(starts.get((t, p, c), {}), reps[(t, p, c)]["log_start_offset"] or 0, last_epoch(old),
                                old["hw_checkpoint"]) for c in cands}
@@ -156,18 +158,24 @@ def files_election_findings(rl: list, lineage: list, surv: dict, decided: set) -
     ``brokers`` are the epoch's leader, or every replica the files cannot tell from it (those
     starting the epoch at the same offset); a crash is the cause only when each of them shows one."""
     reps = {(r["topic"], r["partition"], r["broker"]): r for r in rl if r["dir_state"] == "live"}
+    replicas = defaultdict(list)  # (topic, partition) -> its keys of reps: a scan of all per partition was quadratic
+    for key in reps:
+        replicas[key[:2]].append(key)
     starts = _replica_epoch_starts(lineage)
+    epochs_of = defaultdict(list)  # (topic, partition) -> (broker, its epoch starts), every replica in the lineage
+    for (t, p, b), e in starts.items():
+        epochs_of[(t, p)].append((b, e))
     leaders = {(r["topic"], r["partition"], r["leader_epoch"]): (r["likely_leader"], r["leader_evidence"]) for r in lineage}
     out = []
     for (topic, part), s in sorted(surv.items()):
-        hit = None if (topic, part) in decided else _cause_at(topic, part, s, reps, starts, leaders)
+        hit = None if (topic, part) in decided else _cause_at(topic, part, s, reps, starts, leaders, replicas[(topic, part)])
         if hit is None:
             continue
         epoch, start, old = hit
         hw = old["hw_checkpoint"]
         lead = leaders.get((topic, part, epoch), (None, None))[0]
         who = sorted([lead] if lead is not None else
-                     [b for (t, p, b), e in starts.items() if (t, p) == (topic, part) and e.get(epoch) == start])
+                     [b for b, e in epochs_of[(topic, part)] if e.get(epoch) == start])
         crashed = [crash_lost_data(reps.get((topic, part, b)), hw) for b in who]
         if any(crashed) and not all(crashed):
             continue  # one possible leader lost data in a crash, another did not: the files cannot tell the cause
