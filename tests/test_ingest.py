@@ -200,3 +200,18 @@ def test_a_task_names_few_topics_and_many_files():
     assert max(len({f["topic"] for f in t["files"]}) for t in tasks) == GROUP_TOPICS
     assert sum(len(t["files"]) for t in tasks) == 300
     assert group_files_for(1_000, 2) == GROUP_FILES and group_files_for(10**7, 2) == GROUP_FILES_MAX
+
+
+def test_a_task_of_many_small_files_starts_before_a_bigger_file():
+    """Tasks start in order of their cost, not of their bytes only: thousands of small files cost
+    more to open, hash and parse than one segment of a few MB, and started last they would hold
+    up the end of the ingest."""
+    from jobs.ingest.discover import FileEntry
+    from jobs.ingest.pipeline import plan_tasks
+
+    small = [FileEntry(f"/in/b1/t-0/{i:05d}.snapshot", f"b1/t-0/{i:05d}.snapshot", 1, "b1", "t", 0, None, "producer_snapshot",
+                       10, 0, None) for i in range(3000)]
+    big = FileEntry("/in/b1/u-0/00000000000000000000.log", "b1/u-0/00000000000000000000.log", 1, "b1", "u", 0, None, "segment",
+                    8 << 20, 0, None)
+    tasks = plan_tasks([*small, big], 1 << 20, group_files=4096)
+    assert [len(t["files"]) for t in tasks] == [3000, 1]

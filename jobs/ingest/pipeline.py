@@ -42,10 +42,15 @@ from .focus import Focus
 log = logging.getLogger(__name__)
 
 GROUP_BYTES = 64 << 20
-GROUP_FILES = 512  # files a task holds at least (when there are that many), and
-GROUP_FILES_MAX = 4096  # at most: see group_files_for
-# topics a task's files may name: each is a folder of the partitioned tables (records, batches),
-# and a task keeps one Parquet writer, an open file, per folder until it commits
+GROUP_FILES = 512  # the least and the most that group_files_for lets a task hold (a task may
+GROUP_FILES_MAX = 4096  # hold fewer: its bytes, its log dir or its topics close it sooner)
+# a file costs about as much to open, hash and parse as this many bytes of a segment (~0.3 ms a
+# small file, ~200 MB/s a core): tasks are ordered by bytes plus this per file, so that a task of
+# thousands of small files is not the last to start
+FILE_COST_BYTES = 64 << 10
+# topics a task's files may name: each is a folder of each table of PARTITION_BY (records,
+# batches), and a task keeps one Parquet writer, an open file, per folder until it commits:
+# 2 x 128 and the unpartitioned tables' stay well under a default limit of 1,024 open files
 GROUP_TOPICS = 128
 SPAN_MIN_BYTES = 16 << 20  # a span of a split segment: never smaller (each task costs its start and its files)
 # the first span of a split segment also reads and hashes the whole file, at about this many
@@ -186,7 +191,8 @@ def plan_tasks(files: list[disc.FileEntry], group_bytes: int = GROUP_BYTES, span
         current.append(row)
         current_bytes += f.size
     close()
-    tasks.sort(key=lambda t: -t["bytes"] - sum(f["size"] // HASH_SHARE for f in t["files"] if f["span_start"] == 0))
+    tasks.sort(key=lambda t: -t["bytes"] - FILE_COST_BYTES * len(t["files"])
+               - sum(f["size"] // HASH_SHARE for f in t["files"] if f["span_start"] == 0))
     for i, t in enumerate(tasks):
         t["task"] = i
     return tasks
