@@ -20,7 +20,7 @@ record. A finding module may share a view of its own with ``case.shared(fn)``.
 from __future__ import annotations
 
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Executor, Future, ThreadPoolExecutor
 from functools import cached_property
 from pathlib import Path
 from typing import Any
@@ -47,34 +47,44 @@ class Case:
         self.spark, self.out, self.tables, self.ledger = spark, Path(out), tables, ledger
         self._shared: dict[Callable, Any] = {}
         self.replica_logs = self.metadata_events = self.epoch_lineage = self.offset_ranges = None
+        self.timeline_written: Future | None = None
 
     @classmethod
-    def open(cls, spark: SparkSession, out: Path, ledger: Path | None = None, stage: Callable[[str], None] = lambda name: None) -> Case:
+    def open(cls, spark: SparkSession, out: Path, ledger: Path | None = None, stage: Callable[[str], None] = lambda name: None,
+             pool: Executor | None = None) -> Case:
         """Read the ingested tables under ``out`` and write the job tables next to them (``stage``
-        is told each one's name as it starts)."""
+        is told each one's name as it starts). With ``pool``, the timeline (which no detector
+        reads) is written there while the caller goes on: ``timeline_written`` is its future."""
         case = cls(spark, out, {name: read_table(spark, out, name) for name in INPUT_TABLES}, ledger)
-        case.write_job_tables(stage)
+        case.write_job_tables(stage, pool)
         return case
 
-    def write_job_tables(self, stage: Callable[[str], None] = lambda name: None) -> None:
+    def write_job_tables(self, stage: Callable[[str], None] = lambda name: None, pool: Executor | None = None) -> None:
         """Each job table once, two at a time where one does not read the other: a small
         collection's job is mostly Spark planning it on one JVM thread, and the other core sat
         half idle."""
         t = self.tables
-        with ThreadPoolExecutor(2, thread_name_prefix="kf-job") as pool:
+        with ThreadPoolExecutor(2, thread_name_prefix="kf-job") as beside:
             stage("jobs: replica logs, metadata log")
-            meta = pool.submit(self._written, metadata.metadata_events(t["metadata_records"]), "metadata_events")
+            meta = beside.submit(self._written, metadata.metadata_events(t["metadata_records"]), "metadata_events")
             self.replica_logs = self._written(replica_logs.build(t), "replica_logs")
             self.metadata_events = meta.result()
             stage("jobs: epoch lineage, offset ranges")
-            ranges = pool.submit(lambda: self._written(offset_ranges.build(t, self.replica_logs), "offset_ranges"))
-            broker = pool.submit(lambda: self._written(metadata.broker_events(t["metadata_records"]), "broker_events"))
+            ranges = beside.submit(lambda: self._written(offset_ranges.build(t, self.replica_logs), "offset_ranges"))
+            broker = beside.submit(lambda: self._written(metadata.broker_events(t["metadata_records"]), "broker_events"))
             self.epoch_lineage = self._written(epoch_lineage.build(t, self.replica_logs, self.logged_leaders), "epoch_lineage")
             self.offset_ranges, broker_events = ranges.result(), broker.result()
-        stage("jobs: timeline")
-        tl = timeline.build(self.metadata_events, broker_events, self.epoch_lineage, self.log_events, t["consumer_offsets"],
-                            self.replica_logs.select("topic", "partition", "broker"))
-        write_table(tl.orderBy("topic", "partition", F.col("time").asc_nulls_last(), "seq").coalesce(1), self.out, "timeline")
+
+        def write_timeline() -> None:
+            stage("jobs: timeline")
+            tl = timeline.build(self.metadata_events, broker_events, self.epoch_lineage, self.log_events, t["consumer_offsets"],
+                                self.replica_logs.select("topic", "partition", "broker"))
+            write_table(tl.orderBy("topic", "partition", F.col("time").asc_nulls_last(), "seq").coalesce(1), self.out, "timeline")
+
+        if pool is None:
+            write_timeline()
+        else:
+            self.timeline_written = pool.submit(write_timeline)
 
     def _written(self, df: DataFrame, name: str) -> DataFrame:
         """``df`` written as job table ``name``, and that table as the detectors read it (see the module doc)."""

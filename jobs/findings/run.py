@@ -27,22 +27,23 @@ def run(spark: SparkSession, out: Path, ledger: Path | None = None, stage: Calla
     tables there (restart_preview last, linking the findings) and return the findings (the caller
     writes findings.json). ``stage`` is told the
     name of each step as it starts (``jobs.ingest.progress.Stages``)."""
-    case = Case.open(spark, out, ledger, stage=stage)
-    try:
-        def find(detector) -> list[Finding]:
-            stage(f"findings: {detector.__name__.rsplit('.', 1)[-1]}")
-            return detector.find(case)
+    # two at a time: a detector's time is mostly Spark planning its queries on one JVM thread, and
+    # the other core sat half idle (clean-failover: 1.2 of 2 cores busy in this phase); the
+    # timeline, which no detector reads, is written beside the first of them
+    with ThreadPoolExecutor(DETECTOR_THREADS, thread_name_prefix="kf-detector") as pool:
+        case = Case.open(spark, out, ledger, stage=stage, pool=pool)
+        try:
+            def find(detector) -> list[Finding]:
+                stage(f"findings: {detector.__name__.rsplit('.', 1)[-1]}")
+                return detector.find(case)
 
-        # two at a time: a detector's time is mostly Spark planning its queries on one JVM thread,
-        # and the other core sat half idle (clean-failover: 1.2 of 2 cores busy in this phase)
-        with ThreadPoolExecutor(DETECTOR_THREADS, thread_name_prefix="kf-detector") as pool:
-            found = [f for fs in pool.map(find, DETECTORS) for f in fs]
-        findings = finalize(found)
-        stage("findings: writing")
-        write_table(spark.createDataFrame(to_rows(findings), FINDINGS_SCHEMA).coalesce(1), out, "findings")
-        # after the findings: each truncation names the finding whose records it destroys
-        stage("restart preview")
-        write_table(restart_preview.build(case, findings).coalesce(1), out, "restart_preview")
-    finally:  # a failed run in a session that goes on (the demo, the tests) leaves nothing cached
-        case.close()
+            findings = finalize([f for fs in pool.map(find, DETECTORS) for f in fs])
+            case.timeline_written.result()
+            stage("findings: writing")
+            write_table(spark.createDataFrame(to_rows(findings), FINDINGS_SCHEMA).coalesce(1), out, "findings")
+            # after the findings: each truncation names the finding whose records it destroys
+            stage("restart preview")
+            write_table(restart_preview.build(case, findings).coalesce(1), out, "restart_preview")
+        finally:  # a failed run in a session that goes on (the demo, the tests) leaves nothing cached
+            case.close()
     return findings
