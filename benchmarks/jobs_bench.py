@@ -106,8 +106,12 @@ def main() -> None:
     print(f"Spark start + one count (in process): {start:.1f} s; ingest: {ingest:.1f} s; confs set: {args.conf or 'none'}")
     header = "".join(f"{'pass ' + str(i + 1) + (' (cold)' if i == 0 else ''):>18}" for i in range(len(passes)))
     print(f"\n{'stage':34}{header}")
-    for i, (name, _, _) in enumerate(passes[0]):
-        cells = "".join(f"{p[i][1]:8.2f} s {p[i][2]:4d} jobs" for p in passes)
+    # detectors and some job tables run two at a time: a stage's seconds and jobs run from its
+    # start to the next stage's start, whichever thread began that one, and the order of stages
+    # may differ between passes (rows are matched by name)
+    by_name = [{name: (sec, jobs) for name, sec, jobs in p} for p in passes]
+    for name, _, _ in passes[0]:
+        cells = "".join(f"{b.get(name, (0.0, 0))[0]:8.2f} s {b.get(name, (0.0, 0))[1]:4d} jobs" for b in by_name)
         print(f"{name:34}{cells}")
     totals = "".join(f"{sum(r[1] for r in p):8.2f} s {sum(r[2] for r in p):4d} jobs" for p in passes)
     print(f"{'total':34}{totals}")

@@ -19,9 +19,9 @@ record. A finding module may share a view of its own with ``case.shared(fn)``.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
-from concurrent.futures import Executor, Future, ThreadPoolExecutor
-from functools import cached_property
+from concurrent.futures import Executor, Future
 from pathlib import Path
 from typing import Any
 
@@ -33,11 +33,34 @@ from jobs.replicas import compare, epoch_lineage, offset_ranges, replica_logs
 from jobs.replicas.ledger import read_ledger
 from jobs.replicas.survivors import survivors, survivors_frame
 from jobs.store.io import collected, read_table, write_table
+from jobs.store.spark import side_by_side
 
 INPUT_TABLES = ["brokers", "files", "batches", "records", "checkpoints", "leader_epochs", "partition_metadata",
                 "clean_shutdown", "problems", "index_files", "index_entries", "producer_states", "metadata_records", "consumer_offsets",
                 "transactions", "log_events", "remote_segments"]
 JOB_TABLES = ["replica_logs", "epoch_lineage", "offset_ranges", "metadata_events", "broker_events", "timeline", "findings", "restart_preview"]
+
+
+class once_property:
+    """``functools.cached_property`` with a lock per case and attribute: computed once even when
+    two detectors ask at the same time (since Python 3.12 cached_property has no lock at all, and
+    3.11's is one lock per attribute for every instance)."""
+
+    def __init__(self, fn: Callable) -> None:
+        self.fn, self.name, self.__doc__ = fn, fn.__name__, fn.__doc__
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.name = name
+
+    def __get__(self, case: Any, owner: type | None = None) -> Any:
+        if case is None:
+            return self
+        values = case.__dict__
+        if self.name not in values:
+            with case._lock(self.name):
+                if self.name not in values:
+                    values[self.name] = self.fn(case)
+        return values[self.name]
 
 
 class Case:
@@ -46,6 +69,8 @@ class Case:
     def __init__(self, spark: SparkSession, out: Path, tables: dict[str, DataFrame], ledger: Path | None = None) -> None:
         self.spark, self.out, self.tables, self.ledger = spark, Path(out), tables, ledger
         self._shared: dict[Callable, Any] = {}
+        self._locks: dict[Any, threading.RLock] = {}
+        self._locks_lock = threading.Lock()
         self.replica_logs = self.metadata_events = self.epoch_lineage = self.offset_ranges = None
         self.timeline_written: Future | None = None
 
@@ -56,15 +81,19 @@ class Case:
         is told each one's name as it starts). With ``pool``, the timeline (which no detector
         reads) is written there while the caller goes on: ``timeline_written`` is its future."""
         case = cls(spark, out, {name: read_table(spark, out, name) for name in INPUT_TABLES}, ledger)
-        case.write_job_tables(stage, pool)
+        try:
+            case.write_job_tables(stage, pool)
+        except BaseException:  # (what it cached so far goes, in a session that goes on)
+            case.close()
+            raise
         return case
 
     def write_job_tables(self, stage: Callable[[str], None] = lambda name: None, pool: Executor | None = None) -> None:
-        """Each job table once, two at a time where one does not read the other: a small
-        collection's job is mostly Spark planning it on one JVM thread, and the other core sat
-        half idle."""
+        """Each job table once, two at a time where one does not read the other (``side_by_side``:
+        a small collection's job is mostly Spark planning it on one JVM thread, and the other core
+        sat half idle)."""
         t = self.tables
-        with ThreadPoolExecutor(2, thread_name_prefix="kf-job") as beside:
+        with side_by_side(1, "kf-job") as beside:
             stage("jobs: replica logs, metadata log")
             meta = beside.submit(self._written, metadata.metadata_events(t["metadata_records"]), "metadata_events")
             self.replica_logs = self._written(replica_logs.build(t), "replica_logs")
@@ -92,10 +121,18 @@ class Case:
         return read_table(self.spark, self.out, name)
 
     def shared(self, fn: Callable[[Case], Any]) -> Any:
-        """``fn(self)``, computed once per case: a view several detectors read."""
-        if fn not in self._shared:
-            self._shared[fn] = fn(self)
+        """``fn(self)``, computed once per case: a view several detectors read (detectors run two
+        at a time: the second to ask waits for the first's answer instead of computing it again)."""
+        with self._lock(fn):
+            if fn not in self._shared:
+                self._shared[fn] = fn(self)
         return self._shared[fn]
+
+    def _lock(self, key: Any) -> threading.RLock:
+        """The lock of one view or property of this case. Views depend on each other without
+        cycles, so threads holding some of these locks never wait on each other in a circle."""
+        with self._locks_lock:
+            return self._locks.setdefault(key, threading.RLock())
 
     def close(self) -> None:
         for df in (self.__dict__.get(n) for n in ("diffs", "batches", "ledger_records", "logged_leaders")):
@@ -103,30 +140,30 @@ class Case:
                 df.unpersist()
 
     # -- replicas ---------------------------------------------------------------------------
-    @cached_property
+    @once_property
     def rl(self) -> list:
         """replica_logs, collected (one row per replica)."""
         return collected(self.replica_logs)
 
-    @cached_property
+    @once_property
     def lineage(self) -> list:
         return collected(self.epoch_lineage)
 
-    @cached_property
+    @once_property
     def holes(self) -> list:
         """offset_ranges holes that nothing benign explains."""
         return collected(self.offset_ranges.where((F.col("kind") == "hole") & (F.col("reason") == "unexplained")))
 
-    @cached_property
+    @once_property
     def batches(self) -> DataFrame:
         """Live segment batches with their transaction outcome (``aborted``)."""
         return compare.with_txn_outcome(self.tables["batches"], self.tables["records"]).cache()
 
-    @cached_property
+    @once_property
     def unmatched(self) -> tuple[DataFrame, DataFrame]:
         return compare.unmatched_batches(self.batches, self.replica_logs)
 
-    @cached_property
+    @once_property
     def replicas_agree(self) -> bool:
         """Every batch of every replica pair has its identical twin on the other replica (or no
         partition has two): nothing can differ record by record. Healthy replicas are the common
@@ -135,45 +172,45 @@ class Case:
         ua, ub = self.unmatched
         return ua.select(*compare.PAIR).unionByName(ub.select(*compare.PAIR)).isEmpty()
 
-    @cached_property
+    @once_property
     def diffs(self) -> DataFrame:
         """Record-level differences between replica pairs (divergence and loss both read them)."""
         return compare.record_diffs(self.batches, self.tables["records"], self.replica_logs, self.unmatched).cache()
 
-    @cached_property
+    @once_property
     def ranges(self) -> list:
         return [] if self.replicas_agree else compare.diff_ranges(self.diffs, self.replica_logs).collect()
 
-    @cached_property
+    @once_property
     def logged_leaders(self) -> DataFrame:
         """The leaders the metadata log and the broker logs name, per epoch (``epoch_lineage.logged_leaders``)."""
         return epoch_lineage.logged_leaders(self.metadata_events, self.log_events).cache()
 
-    @cached_property
+    @once_property
     def current(self) -> dict:
         """Per partition, (leader, epoch) of the latest epoch the metadata log names a leader of."""
         return epoch_lineage.current_leaders(self.logged_leaders.collect())
 
-    @cached_property
+    @once_property
     def survivors(self) -> dict:
         """The surviving log of each partition (``jobs.replicas.survivors``): broker, candidates, why."""
         return survivors(self.rl, self.lineage, self.current)
 
-    @cached_property
+    @once_property
     def survivors_df(self) -> DataFrame:
         return survivors_frame(self.spark, self.survivors)
 
-    @cached_property
+    @once_property
     def ledger_records(self) -> DataFrame | None:
         return None if self.ledger is None else read_ledger(self.spark, self.ledger).cache()
 
     # -- history ----------------------------------------------------------------------------
-    @cached_property
+    @once_property
     def log_events(self) -> DataFrame:
         """Broker log events with topic names resolved from the metadata log."""
         return timeline.named_log_events(self.tables["log_events"], timeline.topic_names(self.metadata_events))
 
-    @cached_property
+    @once_property
     def history(self) -> dict:
         t = self.tables
         return views.collect(self.metadata_events, self.log_events, self.replica_logs, t["consumer_offsets"], t["transactions"])

@@ -6,14 +6,15 @@ detector of the registry reads what it needs from it. Findings are few (one per 
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from pyspark.sql import SparkSession
 
 from jobs.replicas import restart_preview
 from jobs.store.io import write_table
+from jobs.store.spark import side_by_side
 
 from .case import Case
 from .model import FINDINGS_SCHEMA, Finding, finalize, to_rows
@@ -30,20 +31,29 @@ def run(spark: SparkSession, out: Path, ledger: Path | None = None, stage: Calla
     # two at a time: a detector's time is mostly Spark planning its queries on one JVM thread, and
     # the other core sat half idle (clean-failover: 1.2 of 2 cores busy in this phase); the
     # timeline, which no detector reads, is written beside the first of them
-    with ThreadPoolExecutor(DETECTOR_THREADS, thread_name_prefix="kf-detector") as pool:
-        case = Case.open(spark, out, ledger, stage=stage, pool=pool)
-        try:
+    case = None
+    try:
+        with side_by_side(DETECTOR_THREADS, "kf-detector") as pool:
+            case = Case.open(spark, out, ledger, stage=stage, pool=pool)
+
             def find(detector) -> list[Finding]:
                 stage(f"findings: {detector.__name__.rsplit('.', 1)[-1]}")
                 return detector.find(case)
 
             findings = finalize([f for fs in pool.map(find, DETECTORS) for f in fs])
             case.timeline_written.result()
-            stage("findings: writing")
-            write_table(spark.createDataFrame(to_rows(findings), FINDINGS_SCHEMA).coalesce(1), out, "findings")
-            # after the findings: each truncation names the finding whose records it destroys
-            stage("restart preview")
-            write_table(restart_preview.build(case, findings).coalesce(1), out, "restart_preview")
-        finally:  # a failed run in a session that goes on (the demo, the tests) leaves nothing cached
-            case.close()
+        stage("findings: writing")
+        write_table(spark.createDataFrame(to_rows(findings), FINDINGS_SCHEMA).coalesce(1), out, "findings")
+        # after the findings: each truncation names the finding whose records it destroys
+        stage("restart preview")
+        write_table(restart_preview.build(case, findings).coalesce(1), out, "restart_preview")
+    except BaseException:
+        # a failed run in a session that goes on (the demo, the tests) leaves nothing cached; after
+        # the pool, where nothing runs beside any more but on Ctrl-C (then the session is
+        # stopped, and a close that fails must not hide why the run ended)
+        if case is not None:
+            with contextlib.suppress(Exception):
+                case.close()
+        raise
+    case.close()
     return findings

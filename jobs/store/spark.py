@@ -21,6 +21,7 @@ import shutil
 import signal
 import sys
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -309,6 +310,22 @@ def out_of_memory(exc: BaseException, local: bool = True) -> bool:
 
     said = error_text(exc)
     return said is not None and any(s in said for s in _OUT_OF_MEMORY if local or s != "TaskResultLost")
+
+
+@contextlib.contextmanager
+def side_by_side(threads: int, name: str) -> Iterator[ThreadPoolExecutor]:
+    """A pool of ``threads`` threads for Spark queries that do not need each other's results: on a
+    small collection a query is mostly Spark planning it on one JVM thread, and a second query
+    uses the other core. Leaving the block waits for what runs there, except on Ctrl-C
+    (``Interrupted``, ``KeyboardInterrupt``): the caller then stops the session (the JVM, or the
+    Spark Connect session), which ends those queries, instead of waiting for each to finish."""
+    pool = ThreadPoolExecutor(threads, thread_name_prefix=name)
+    try:
+        yield pool
+    except BaseException as exc:
+        pool.shutdown(wait=isinstance(exc, Exception), cancel_futures=True)
+        raise
+    pool.shutdown(wait=True)
 
 
 class Interrupted(BaseException):
