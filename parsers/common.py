@@ -186,9 +186,6 @@ class FileBytes:
         """Drop the copy (kept for the context-manager form every caller uses)."""
         self.data = b""
 
-    def ensure(self, upto: int) -> None:
-        """Nothing: the whole file is already read (``FileWindow`` reads as it goes)."""
-
     def __enter__(self) -> FileBytes:
         return self
 

@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 from jobs.ingest import discover as disc
-from jobs.ingest.pipeline import check_spans, ingest, plan_tasks, span_cuts
+from jobs.ingest.pipeline import check_spans, ingest, plan_tasks, planned_spans, span_cuts
 from jobs.ingest.tasks import run_task
 from jobs.store.io import read_table
 from parsers.headers import STOP_LIMIT
@@ -86,13 +86,10 @@ def verdict(root: Path, work: Path):
     """What ``check_spans`` says of ``root``'s spans, each task run here without Spark."""
     found = disc.discover_inputs([root], work)
     tasks = plan_tasks(found.files, 1 << 20, SPAN)
-    planned: dict[str, list[tuple[int, int]]] = {}
     spans: list[dict] = []
     for t in tasks:
-        for f in t["files"]:
-            if f["span_start"] is not None:
-                planned.setdefault(f["path"], []).append((f["span_start"], t["task"]))
         list(run_task(t["files"], spans=spans))
+    planned = planned_spans(tasks)
     return planned[SEGMENT], check_spans(planned, spans)
 
 

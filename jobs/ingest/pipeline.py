@@ -220,7 +220,6 @@ def read_task(path: str, number: int) -> dict:
 
 def task_results(counts: pa.Table, spans: list[dict]) -> pa.Table:
     """A task's counts (``COUNTS_SCHEMA``) and its span rows, as one table of ``result_schema()``."""
-
     schema = result_schema()
     counts = pa.Table.from_arrays([*counts.columns, *(pa.nulls(counts.num_rows, f.type) for f in SPAN_FIELDS)], schema=schema)
     return pa.concat_tables([counts, pa.Table.from_pylist(spans, schema=schema)]) if spans else counts
@@ -232,6 +231,17 @@ def result_schema() -> pa.Schema:
     from .task_writer import COUNTS_SCHEMA
 
     return pa.schema(list(COUNTS_SCHEMA) + SPAN_FIELDS)
+
+
+def planned_spans(tasks: list[dict]) -> dict[str, list[tuple[int, int]]]:
+    """Path → (start, task number) of each span of every split segment of ``tasks``: what
+    ``check_spans`` checks the spans' readings against."""
+    planned: dict[str, list[tuple[int, int]]] = {}
+    for t in tasks:
+        for f in t["files"]:
+            if f["span_start"] is not None:
+                planned.setdefault(f["path"], []).append((f["span_start"], t["task"]))
+    return planned
 
 
 def check_spans(planned: dict[str, list[tuple[int, int]]], reported: list[dict]) -> tuple[set[int], dict[str, int], list[tuple[str, int, str]]]:
@@ -384,11 +394,7 @@ def ingest(spark: SparkSession, inputs: list[Path], work_dir: Path, payloads: bo
 
     remove_temporaries(tables_dir)
     extra = []
-    planned: dict[str, list[tuple[int, int]]] = {}
-    for t in tasks:
-        for f in t["files"]:
-            if f["span_start"] is not None:
-                planned.setdefault(f["path"], []).append((f["span_start"], t["task"]))
+    planned = planned_spans(tasks)
     if planned:
         by_path = {f["path"]: f for t in tasks for f in t["files"]}
         discard, rerun, between = check_spans(planned, spans)
