@@ -11,6 +11,12 @@ target is analyze ≤ 2× that bare start; a one-shot ``sql`` query on the analy
 peak RSS is of the child's whole process tree (driver Python, JVM, Python workers), sampled every
 0.2 s (``ingest_bench._tree_rss``). The analysis's own phase seconds come from its run.json.
 Nothing is asserted; on a shared machine the figures vary with the load (printed with them).
+
+``--warm N``: the same analysis N times more in one child process and one session (as the demo
+runs its scenarios), each timed, without the catalog (which a shared session cannot have). What
+the first run costs beyond the later ones is the JVM's cold start: Spark's classes loaded and
+run first in the interpreter, then compiled; each later run finds them compiled. That part of
+the ratio is Spark's, not the analysis's.
 """
 
 from __future__ import annotations
@@ -53,10 +59,38 @@ def timed(cmd: list[str]) -> tuple[float, int, int]:
     return time.monotonic() - t0, peak, code
 
 
+WARM = """
+import sys, time
+from pathlib import Path
+from analyzer.analyze import run_analyze
+from jobs.store.spark import get_session, input_bytes
+inputs, out, n = [Path(p) for p in sys.argv[3:]], Path(sys.argv[1]), int(sys.argv[2])
+t0 = time.monotonic()
+spark = get_session("local[*]", input_bytes=input_bytes(inputs))
+spark.range(1).count()
+print(f"start {time.monotonic() - t0:.2f}", flush=True)
+for i in range(n + 1):
+    t0 = time.monotonic()
+    run_analyze(inputs, out / str(i), fmt="json", stream=open("/dev/null", "w"), progress=False, spark=spark, register_catalog=False)
+    spark.catalog.clearCache()
+    print(f"run {i + 1} {time.monotonic() - t0:.2f}", flush=True)
+"""
+
+
+def warm_runs(inputs: list[Path], out: Path, n: int) -> list[float]:
+    """Seconds of each of ``n`` + 1 analyses of ``inputs`` in one child process and session."""
+    proc = subprocess.run([sys.executable, "-c", WARM, str(out), str(n), *map(str, inputs)], cwd=REPO,
+                          capture_output=True, text=True)
+    if proc.returncode not in (0, 1):
+        raise SystemExit(f"warm runs failed: {proc.stderr.strip().splitlines()[-1:]}")
+    return [float(line.split()[-1]) for line in proc.stdout.splitlines() if line.startswith(("start", "run"))]
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("inputs", nargs="*", type=Path, default=[REPO.parent / "shared/fixtures/real-cluster/clean-failover"])
     ap.add_argument("--repeat", type=int, default=1, help="pairs of (bare start, analyze) to run")
+    ap.add_argument("--warm", type=int, default=0, metavar="N", help="then N more analyses in one warm session")
     args = ap.parse_args()
     exe = Path(sys.executable).with_name("kafka-forensics")
     tmp = Path(tempfile.mkdtemp(prefix="kf-analyze-bench-"))
@@ -75,6 +109,10 @@ def main() -> None:
             phases = ", ".join(f"{k} {v:.1f}" for k, v in seconds.items() if k in ("discover", "parse", "write", "jobs", "total"))
             print(f"{i + 1:>3} {bare_s:>12.1f} {bare_rss / 1e6:>11.0f} {an_s:>9.1f} {an_rss / 1e6:>14.0f} {an_s / bare_s:>6.2f} "
                   f"{sql_s:>11.1f} {sql_s / bare_s:>6.2f}  {phases}")
+        if args.warm:
+            start, *runs = warm_runs(args.inputs, tmp / "warm", args.warm)
+            print(f"one session: start + one count {start:.1f} s; the analysis "
+                  + ", ".join(f"{s:.1f}" for s in runs) + " s (first cold, then warm; no catalog)")
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     print(f"load average at the end: {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs (target: ratio <= 2)")

@@ -202,6 +202,21 @@ def test_a_task_names_few_topics_and_many_files():
     assert group_files_for(1_000, 2) == GROUP_FILES and group_files_for(10**7, 2) == GROUP_FILES_MAX
 
 
+def test_small_files_of_several_log_dirs_share_a_task():
+    """A task is not closed at a log dir's end: a collection of a few brokers' small files was one
+    task per log dir (five tasks for the real-cluster example's 190 files on 2 cores), each paying
+    a Python task's start and a Parquet file per table, and leaving the jobs that many more files
+    to read."""
+    from jobs.ingest.discover import FileEntry
+    from jobs.ingest.pipeline import plan_tasks
+
+    files = [FileEntry(f"/in/b{b}/d{d}/t-0/{i:020d}.log", f"b{b}/d{d}/t-0/{i:020d}.log", b, f"b{b}/d{d}", "t", 0, None, "segment",
+                       1000, 0, None) for b in (1, 2, 3) for d in (1, 2) for i in range(3)]
+    tasks = plan_tasks(files, 1 << 20, group_files=512)
+    assert [len(t["files"]) for t in tasks] == [18]
+    assert {f["log_dir"] for f in tasks[0]["files"]} == {f"b{b}/d{d}" for b in (1, 2, 3) for d in (1, 2)}
+
+
 def test_a_task_of_many_small_files_starts_before_a_bigger_file():
     """Tasks start in order of their cost, not of their bytes only: thousands of small files cost
     more to open, hash and parse than one segment of a few MB, and started last they would hold

@@ -4,7 +4,7 @@ Flow (all heavy work on executors, nothing parsed comes back to the driver):
 1. discovery on the driver (``discover.discover_inputs``; archives extracted safely first) gives the
    file list; callers run it before starting Spark, so unusable input fails without a JVM;
 2. files are packed into tasks: a file of ``GROUP_BYTES`` or more is a task of its own, smaller
-   files of one log dir are grouped (``group_bytes_for``, ``group_files_for``, ``GROUP_TOPICS``);
+   files are grouped, in path order, across log dirs and brokers (``group_bytes_for``, ``group_files_for``, ``GROUP_TOPICS``);
    a segment bigger than a core's share of the input is read in spans, one task each, cut at
    batch positions its offset index names (``split_segment``; after the job ``check_spans``
    verifies that they chained, as one reading from the start would); tasks are ordered largest
@@ -43,7 +43,7 @@ log = logging.getLogger(__name__)
 
 GROUP_BYTES = 64 << 20
 GROUP_FILES = 512  # the least and the most that group_files_for lets a task hold (a task may
-GROUP_FILES_MAX = 4096  # hold fewer: its bytes, its log dir or its topics close it sooner)
+GROUP_FILES_MAX = 4096  # hold fewer: its bytes or its topics close it sooner)
 # a file costs about as much to open, hash and parse as this many bytes of a segment (~0.3 ms a
 # small file, ~200 MB/s a core): tasks are ordered by bytes plus this per file, so that a task of
 # thousands of small files is not the last to start
@@ -157,13 +157,16 @@ def split_segment(row: dict, index: tuple[str, int] | None, span_bytes: int) -> 
 
 def plan_tasks(files: list[disc.FileEntry], group_bytes: int = GROUP_BYTES, span_bytes: int | None = None,
                group_files: int = GROUP_FILES) -> list[dict]:
-    """Tasks of whole files: big files alone, small files of one log dir packed together (up to
+    """Tasks of whole files: big files alone, small files packed together in path order (up to
     ``group_bytes``, ``group_files`` and ``GROUP_TOPICS``), and with ``span_bytes`` a segment of
-    twice that or more in spans of about that size, one task each."""
+    twice that or more in spans of about that size, one task each.
+
+    A task does not end at a log dir's end: a few brokers' small files were one task per log dir
+    (five for the real-cluster example's 190 files on 2 cores), each paying a Python task's start
+    and writing a Parquet file per table, which the jobs then read as that many more files."""
     tasks: list[dict] = []
     current: list[dict] = []
     current_bytes = 0
-    current_dir = None
     topics: set = set()
     indexes = {f.abs_path: f.size for f in files if f.kind == "offset_index"}
 
@@ -183,10 +186,9 @@ def plan_tasks(files: list[disc.FileEntry], group_bytes: int = GROUP_BYTES, span
                 size = part["size"] if part["span_start"] is None else part["span_stop"] - part["span_start"]
                 tasks.append({"bytes": size, "files": [part]})
             continue
-        if (current_dir != f.log_dir or current_bytes + f.size > group_bytes or len(current) >= group_files
+        if (current_bytes + f.size > group_bytes or len(current) >= group_files
                 or (f.topic not in topics and len(topics) >= GROUP_TOPICS)):
             close()
-            current_dir = f.log_dir
         topics.add(f.topic)
         current.append(row)
         current_bytes += f.size

@@ -39,11 +39,17 @@ def segment_files(files: DataFrame) -> DataFrame:
     )
 
 
-def _checkpoint(checkpoints: DataFrame, file_kind: str, name: str) -> DataFrame:
-    return (
-        checkpoints.where(F.col("file_kind") == file_kind)
-        .groupBy("broker", "log_dir", "topic", "partition")
-        .agg(F.max("offset").alias(name))
+# checkpoint file kind (``checkpoints.file_kind``) -> the replica_logs column of its offset
+CHECKPOINT_COLUMNS = {"replication_offset": "hw_checkpoint", "recovery_point": "recovery_point",
+                      "log_start": "log_start_checkpoint", "cleaner": "cleaner_offset"}
+
+
+def checkpointed(checkpoints: DataFrame) -> DataFrame:
+    """Each replica's offset in each checkpoint file of its log dir, one column per kind (null where
+    that file names no entry for it): one pass over the table, where a pass and a join per kind
+    cost four scans and four broadcasts, each a Spark job of its own on a small collection."""
+    return checkpoints.where(F.col("file_kind").isin(*CHECKPOINT_COLUMNS)).groupBy("broker", "log_dir", "topic", "partition").agg(
+        *[F.max(F.when(F.col("file_kind") == kind, F.col("offset"))).alias(name) for kind, name in CHECKPOINT_COLUMNS.items()]
     )
 
 
@@ -69,8 +75,7 @@ def build(t: dict[str, DataFrame]) -> DataFrame:
         F.count("*").alias("segments"),
         F.min("segment_base_offset").alias("first_segment_offset"),
         F.max("segment_base_offset").alias("active_segment_offset"),
-        F.first("dir_state").alias("_ds"),
-    ).drop("_ds")
+    )
 
     cp = t["checkpoints"]
     le = t["leader_epochs"].where(F.col("dir_state") == "live")
@@ -99,9 +104,7 @@ def build(t: dict[str, DataFrame]) -> DataFrame:
 
     r = segs.join(per_batch, [*REPLICA_KEY, "log_dir"], "full_outer")
     r = r.withColumn("dir_state", F.coalesce("dir_state", F.lit("live")))
-    for kind, name in (("replication_offset", "hw_checkpoint"), ("recovery_point", "recovery_point"),
-                       ("log_start", "log_start_checkpoint"), ("cleaner", "cleaner_offset")):
-        r = r.join(_checkpoint(cp, kind, name), ["broker", "log_dir", "topic", "partition"], "left")
+    r = r.join(checkpointed(cp), ["broker", "log_dir", "topic", "partition"], "left")
     r = r.join(epochs, [*REPLICA_KEY, "log_dir"], "left").join(pm, [*REPLICA_KEY, "log_dir"], "left")
     r = r.join(marker, ["broker", "log_dir"], "left").join(probs, [*REPLICA_KEY, "log_dir"], "left")
     if index_pad is not None:
