@@ -24,8 +24,8 @@ compiled), next to ``python -c pass``. Nothing is asserted: the script only prin
 
 "x steady" is the per-core ratio of the work itself: each side's CPU less its CPU for the same
 command on a 10 KiB segment (the process start, imports, numba's kernels or the JVM's classes), as
-issue 17 measures ingest. A whole process of ours starts in ~0.9 s of CPU and Kafka's in ~0.9 s too,
-so on a file of tens of MB the whole-process "x" is mostly the two starts.
+issue 17 measures ingest. Each side's start costs 0.7-0.9 s of CPU (the cold-start table below), so
+on a file of tens of MB the whole-process "x" is mostly the two starts.
 """
 
 from __future__ import annotations
@@ -156,8 +156,9 @@ def main() -> None:
                 kafka = timed([str(script), *kafka_args, str(seg)], args.repeat)
                 kafka_start = timed([str(script), *kafka_args, str(small_seg)], args.repeat)[0]
             if kafka:
-                steady = (kafka[0] - kafka_start) / max(cpu - start, 1e-3)
-                ks = f"{kafka[0]:7.2f} {kafka[0] / cpu:6.1f} {steady:8.1f}   ({wall:.2f}, {kafka[1]:.2f})"
+                # (a file too small for its work to outweigh the noise of the starts gives no ratio)
+                steady = f"{(kafka[0] - kafka_start) / (cpu - start):8.1f}" if cpu - start > 0.05 else f"{'-':>8}"
+                ks = f"{kafka[0]:7.2f} {kafka[0] / cpu:6.1f} {steady}   ({wall:.2f}, {kafka[1]:.2f})"
             else:
                 ks = f"{'-':>7} {'-':>6} {'-':>8}   ({wall:.2f})"
             print(f"{name:<30} {cpu:7.2f} {size / 1e6:7.0f} {n_rows / cpu:9.3g} {ks}{'' if code == 0 else f'  exit {code}'}")
