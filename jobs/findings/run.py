@@ -13,7 +13,7 @@ from pathlib import Path
 from pyspark.sql import SparkSession
 
 from jobs.replicas import restart_preview
-from jobs.store.io import write_table
+from jobs.store.io import local_frame, write_table
 from jobs.store.spark import side_by_side
 
 from .case import Case
@@ -43,7 +43,7 @@ def run(spark: SparkSession, out: Path, ledger: Path | None = None, stage: Calla
             findings = finalize([f for fs in pool.map(find, DETECTORS) for f in fs])
             case.timeline_written.result()
         stage("findings: writing")
-        write_table(spark.createDataFrame(to_rows(findings), FINDINGS_SCHEMA).coalesce(1), out, "findings")
+        write_table(local_frame(spark, to_rows(findings), FINDINGS_SCHEMA).coalesce(1), out, "findings")
         # after the findings: each truncation names the finding whose records it destroys
         stage("restart preview")
         write_table(restart_preview.build(case, findings).coalesce(1), out, "restart_preview")

@@ -30,6 +30,9 @@ from dataclasses import dataclass
 import pyarrow as pa
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
+from pyspark.sql import types as T
+
+from jobs.store.io import local_frame
 
 from .replica_logs import live_segment_batches
 
@@ -39,6 +42,10 @@ UNDEFINED = (UNDEFINED_EPOCH, UNDEFINED_EPOCH_OFFSET)
 LEADER_EPOCH, HIGH_WATERMARK = "leader_epoch", "high_watermark"
 
 Epochs = list[tuple[int, int]]  # (epoch, start offset), as in leader-epoch-checkpoint
+
+# (topic, partition, broker, truncate_to) of each replica a restart would truncate (``destroyed``)
+CUTS = T.StructType([T.StructField("topic", T.StringType()), T.StructField("partition", T.IntegerType()),
+                     T.StructField("broker", T.IntegerType()), T.StructField("truncate_to", T.LongType())])
 
 RESTART_PREVIEW_SCHEMA = pa.schema([
     ("topic", pa.string()), ("partition", pa.int32()), ("broker", pa.int32()),
@@ -186,7 +193,7 @@ def destroyed(spark, batches: DataFrame, rows: list[dict]) -> dict:
         return {}
     b = live_segment_batches(batches).where(~F.col("is_control")).select(
         "topic", "partition", "broker", "base_offset", "last_offset", "crc", "record_count")
-    cuts = spark.createDataFrame(cut, "topic string, partition int, broker int, truncate_to long")
+    cuts = local_frame(spark, cut, CUTS)
     mine = b.join(cuts, ["topic", "partition", "broker"]).where(F.col("last_offset") >= F.col("truncate_to"))
     n = F.least(F.col("record_count"), F.col("last_offset") - F.greatest("base_offset", "truncate_to") + 1)
     others = b.select("topic", "partition", F.col("broker").alias("holder"), "base_offset", "last_offset", "crc")
@@ -220,4 +227,4 @@ def build(case, findings: list) -> DataFrame:
     from pyspark.sql.pandas.types import from_arrow_schema
 
     schema = from_arrow_schema(RESTART_PREVIEW_SCHEMA)
-    return case.spark.createDataFrame([tuple(r[f.name] for f in schema) for r in rows], schema)
+    return local_frame(case.spark, [tuple(r[f.name] for f in schema) for r in rows], schema)

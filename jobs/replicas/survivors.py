@@ -16,8 +16,15 @@ from collections import defaultdict
 
 from pyspark.sql import DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
+from pyspark.sql import types as T
 
-SURVIVORS_SCHEMA = "topic string, partition int, survivor int, s_log_start long, s_compacted boolean, s_candidates int"
+from jobs.store.io import local_frame
+
+SURVIVORS_SCHEMA = T.StructType([
+    T.StructField("topic", T.StringType()), T.StructField("partition", T.IntegerType()), T.StructField("survivor", T.IntegerType()),
+    T.StructField("s_log_start", T.LongType()), T.StructField("s_compacted", T.BooleanType()),
+    T.StructField("s_candidates", T.IntegerType()),
+])
 
 # how epoch_lineage.leader_evidence reads in an explanation
 LEADER_EVIDENCE = {
@@ -85,7 +92,7 @@ def survivors_frame(spark: SparkSession, surv: dict) -> DataFrame:
     there are: an offset is lost only when it is lost on each, ``lost_on_every_candidate``)."""
     rows = [(t, p, c["broker"], c["log_start_offset"], bool(c["compacted"]), len(s["candidates"]))
             for (t, p), s in surv.items() for c in s["candidates"]]
-    return spark.createDataFrame(rows, SURVIVORS_SCHEMA)
+    return local_frame(spark, rows, SURVIVORS_SCHEMA)
 
 
 def lost_on_every_candidate(lost: DataFrame) -> DataFrame:

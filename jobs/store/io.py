@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql.types import StructType
 
 from .tables import ALL_TABLES, schema_of
 
@@ -65,6 +66,21 @@ def read_parquet(spark: SparkSession, path: Path, name: str, fallback=None) -> D
     return reader.parquet(str(path))
 
 
+def local_frame(spark: SparkSession, rows: list, schema: StructType) -> DataFrame:
+    """A DataFrame of ``rows`` the driver computed (tuples in ``schema``'s field order), handed to
+    Spark as one Arrow table.
+
+    Why not ``createDataFrame(rows, schema)``: Python rows are pickled into an RDD that the JVM
+    unpickles in a job of its own, ~1.0 s cold against ~0.3 s for the same rows as Arrow; a small
+    analysis made four such frames (the findings, the restart preview, its cuts, the survivors).
+    The frame, and the Parquet Spark writes of it, are the same either way."""
+    from pyspark.sql.pandas.types import to_arrow_schema
+
+    names = schema.fieldNames()
+    table = pa.Table.from_pylist([dict(zip(names, row)) for row in rows], schema=to_arrow_schema(schema))
+    return spark.createDataFrame(table, schema)
+
+
 def read_table(spark: SparkSession, out: Path, name: str) -> DataFrame:
     """Table ``name`` of an output DIR, without needing the catalog (an empty table if absent).
 
@@ -76,7 +92,7 @@ def read_table(spark: SparkSession, out: Path, name: str) -> DataFrame:
     ours = from_arrow_schema(schema_of(name)) if name in ALL_TABLES else None
     if not path.is_dir() or not (any(path.glob("*.parquet")) or any(path.glob("*=*"))):
         if ours is not None:
-            return spark.createDataFrame([], ours)
+            return local_frame(spark, [], ours)
         raise FileNotFoundError(f"no table {name!r} in {out}")
     return read_parquet(spark, path, name, fallback=ours)
 
