@@ -19,3 +19,26 @@ def test_local_frame_is_the_frame_create_dataframe_gives_as_a_local_relation(spa
         assert ours.schema == theirs.schema == schema
         assert ours.collect() == theirs.collect()
         assert "LocalRelation" in _plan(ours) and "LogicalRDD" in _plan(theirs)  # (no pickled RDD: no job to read it back)
+
+
+def test_an_absent_table_reads_as_an_empty_frame_of_its_schema_timestamps_included(spark, tmp_path):
+    """read_table's fallback goes through local_frame: the tables with a timestamp column (files,
+    records, log_events) need Arrow's timestamps given a time zone, or the fallback raised."""
+    from pyspark.sql.pandas.types import from_arrow_schema
+
+    from jobs.store.io import read_table
+    from jobs.store.tables import ALL_TABLES, schema_of
+
+    for name in ALL_TABLES:
+        df = read_table(spark, tmp_path, name)
+        assert df.schema == from_arrow_schema(schema_of(name)) and df.isEmpty(), name
+
+
+def test_a_row_of_the_wrong_length_is_refused(spark):
+    """As createDataFrame refuses it: a field added to a schema and not to its rows must not become a
+    column of nulls."""
+    import pytest
+
+    for row in (FINDING[:-1], (*FINDING, "extra")):
+        with pytest.raises(ValueError):
+            local_frame(spark, [row], FINDINGS_SCHEMA)

@@ -26,7 +26,7 @@ from conftest import REAL, REPO
 CLI = [sys.executable, "-m", "analyzer.cli"]
 ENV = {**os.environ, "PYTHONPATH": str(REPO)}
 INCIDENT = REAL / "unclean-election-divergence-rejoined"  # 2 MB, 4 nodes, an unclean election and acked loss
-COMPARED = ("batches", "records", "findings", "replica_logs", "offset_ranges", "epoch_lineage", "files", "problems")
+COMPARED = ("batches", "records", "findings", "replica_logs", "offset_ranges", "epoch_lineage", "files", "problems", "restart_preview")
 
 
 def _free_port() -> int:
