@@ -1,23 +1,52 @@
-"""replica_logs' checkpoint columns: one pass over the checkpoints table gives each replica the
-offset each checkpoint file of its log dir names for it, and null where that file names none."""
+"""replica_logs in one aggregate: what each file kind says of a replica lands in its row (the
+checkpoint files one column each, null where a file names no entry for it), and only a log dir
+holding batches or segment files of a partition makes a replica of it."""
 
-from jobs.replicas.replica_logs import CHECKPOINT_COLUMNS, checkpointed
+from pyspark.sql.pandas.types import from_arrow_schema
 
-COLUMNS = ["broker", "log_dir", "topic", "partition", "file_kind", "offset"]
+from jobs.replicas.replica_logs import build
+from jobs.store.io import local_frame, read_table
+from jobs.store.tables import schema_of
+
+TABLES = ("batches", "files", "checkpoints", "leader_epochs", "partition_metadata", "problems", "clean_shutdown", "index_files")
+R1 = {"topic": "t", "partition": 0, "broker": 1, "log_dir": "b1/d", "dir_state": "live"}
+R2 = {"topic": "t", "partition": 0, "broker": 2, "log_dir": "b2/d", "dir_state": "live"}
+LOG = "00000000000000000000.log"
 
 
-def test_each_checkpoint_kind_is_its_own_column_and_absent_kinds_are_null(spark):
-    rows = [
-        (1, "d1", "t", 0, "replication_offset", 10),
-        (1, "d1", "t", 0, "replication_offset", 12),  # (two entries for one replica: the highest counts, as before)
-        (1, "d1", "t", 0, "recovery_point", 5),
-        (1, "d1", "t", 1, "log_start", 3),
-        (2, "d2", "t", 0, "cleaner", 7),
-        (2, "d2", "t", 0, "replication_offset", 9),
-    ]
-    got = {(r["broker"], r["topic"], r["partition"]): r.asDict()
-           for r in checkpointed(spark.createDataFrame(rows, COLUMNS)).collect()}
-    assert set(got) == {(1, "t", 0), (1, "t", 1), (2, "t", 0)}
-    pick = {key: tuple(r[c] for c in CHECKPOINT_COLUMNS.values()) for key, r in got.items()}
-    # (hw_checkpoint, recovery_point, log_start_checkpoint, cleaner_offset)
-    assert pick == {(1, "t", 0): (12, 5, None, None), (1, "t", 1): (None, None, 3, None), (2, "t", 0): (9, None, None, 7)}
+def _frame(spark, name, rows):
+    schema = from_arrow_schema(schema_of(name))
+    return local_frame(spark, [tuple(r.get(f) for f in schema.fieldNames()) for r in rows], schema)
+
+
+def test_each_file_kind_lands_in_its_replica_row(spark, tmp_path):
+    rows = {
+        "batches": [{**R1, "file_kind": "segment", "base_offset": 0, "last_offset": 4, "record_count": 5, "is_control": False,
+                     "size": 100, "partition_leader_epoch": 1, "magic": 2},
+                    {**R1, "file_kind": "segment", "base_offset": 5, "last_offset": 9, "record_count": 5, "is_control": False,
+                     "size": 90, "partition_leader_epoch": 2, "magic": 2}],
+        "files": [{**R1, "kind": "segment", "path": f"b1/d/t-0/{LOG}"}, {**R2, "kind": "segment", "path": f"b2/d/t-0/{LOG}"}],
+        "checkpoints": [{**R1, "file_kind": "replication_offset", "offset": 10},
+                        {**R1, "file_kind": "replication_offset", "offset": 12},  # (two entries: the highest counts)
+                        {**R1, "file_kind": "recovery_point", "offset": 5},
+                        {**R2, "file_kind": "cleaner", "offset": 7},
+                        {**R1, "partition": 1, "file_kind": "log_start", "offset": 3}],  # (no log of t-1 in b1/d: no replica)
+        "leader_epochs": [{**R1, "line": 3, "epoch": 2, "start_offset": 5}, {**R1, "line": 2, "epoch": 1, "start_offset": 0}],
+        "partition_metadata": [{**R1, "topic_uuid": "uuid-t"}],
+        "problems": [{**R1, "path": f"b1/d/t-0/{LOG}", "code": "x"}],
+        "clean_shutdown": [{"broker": 2, "log_dir": "b2/d"}],
+    }
+    t = {name: _frame(spark, name, rows[name]) if name in rows else read_table(spark, tmp_path, name) for name in TABLES}
+    got = {r["broker"]: r.asDict(recursive=True) for r in build(t).collect()}
+    assert set(got) == {1, 2}
+    one, two = got[1], got[2]
+    assert (one["segments"], one["first_offset"], one["leo"], one["records"], one["bytes"]) == (1, 0, 10, 10, 190)
+    assert (one["hw_checkpoint"], one["recovery_point"], one["log_start_checkpoint"], one["cleaner_offset"]) == (12, 5, None, None)
+    assert one["epoch_entries"] == [{"epoch": 1, "start_offset": 0}, {"epoch": 2, "start_offset": 5}]
+    assert (one["first_epoch"], one["last_epoch"], one["batch_last_epoch"], one["topic_id"], one["problems"]) == (1, 2, 2, "uuid-t", 1)
+    assert (one["clean_shutdown"], one["compacted"]) == (False, False)
+    # an empty log (a segment file, no batches): its LEO is the segment's base offset
+    assert (two["segments"], two["first_offset"], two["leo"], two["records"], two["epoch_entries"], two["first_epoch"]) == (
+        1, None, 0, 0, None, None)
+    assert (two["hw_checkpoint"], two["cleaner_offset"], two["clean_shutdown"], two["compacted"], two["problems"]) == (
+        None, 7, True, True, 0)

@@ -44,23 +44,47 @@ CHECKPOINT_COLUMNS = {"replication_offset": "hw_checkpoint", "recovery_point": "
                       "log_start": "log_start_checkpoint", "cleaner": "cleaner_offset"}
 
 
-def checkpointed(checkpoints: DataFrame) -> DataFrame:
-    """Each replica's offset in each checkpoint file of its log dir, one column per kind (null where
-    that file names no entry for it): one pass over the table, where a pass and a join per kind
-    cost four scans and four broadcasts, each a Spark job of its own on a small collection."""
-    return checkpoints.where(F.col("file_kind").isin(*CHECKPOINT_COLUMNS)).groupBy("broker", "log_dir", "topic", "partition").agg(
-        *[F.max(F.when(F.col("file_kind") == kind, F.col("offset"))).alias(name) for kind, name in CHECKPOINT_COLUMNS.items()]
-    )
-
-
 def build(t: dict[str, DataFrame]) -> DataFrame:
-    """``t`` maps table names to DataFrames of the ingested tables."""
-    b = live_segment_batches(t["batches"])
-    per_batch = b.groupBy(*REPLICA_KEY, "log_dir").agg(
+    """``t`` maps table names to DataFrames of the ingested tables.
+
+    Why one aggregate: each file kind says something per replica (its batches, segment files,
+    checkpoint entries, leader epochs, partition.metadata, problems, index padding). Aggregated
+    each on its own and joined, they were eight aggregates and eight joins, each a shuffle or a
+    broadcast and a Spark job of its own (2.5 s of a small analysis, mostly Spark's cost per
+    stage); here every kind's rows are stacked (one row shape, a column set per kind) and grouped
+    once by replica. A replica is one whose log dir has batches or segment files of it."""
+    key = [*REPLICA_KEY, "log_dir"]
+    b = live_segment_batches(t["batches"]).select(
+        *key, F.lit(True).alias("_batch"), "base_offset", "last_offset", "record_count", "is_control", "size",
+        "partition_leader_epoch", "magic")
+    segs = segment_files(t["files"]).select(*key, F.lit(True).alias("_segment"), "segment_base_offset")
+    cp = t["checkpoints"].where(F.col("file_kind").isin(*CHECKPOINT_COLUMNS)).select(
+        *key, F.col("file_kind").alias("_checkpoint"), F.col("offset").alias("_checkpoint_offset"))
+    le = t["leader_epochs"].where(F.col("dir_state") == "live").select(
+        *key, F.struct(F.col("line"), F.col("epoch"), F.col("start_offset")).alias("_epoch"))
+    pm = t["partition_metadata"].where(F.col("dir_state") == "live").select(*key, F.col("topic_uuid").alias("_topic_id"))
+    probs = t["problems"].where(F.col("topic").isNotNull()).select(*key, F.lit(True).alias("_problem"))
+    kinds = [b, segs, cp, le, pm, probs]
+    if "index_files" in t:
+        kinds.append(t["index_files"].where(F.col("dir_state") == "live").select(
+            *key, F.coalesce(F.col("padding_entries"), F.lit(0)).cast("long").alias("_padding")))
+    rows = kinds[0]
+    for kind in kinds[1:]:
+        rows = rows.unionByName(kind, allowMissingColumns=True)
+    if "_padding" not in rows.columns:
+        rows = rows.withColumn("_padding", F.lit(None).cast("long"))
+
+    batch = F.col("_batch")
+    entries = F.sort_array(F.collect_list("_epoch"))
+    r = rows.groupBy(*key).agg(
+        F.count("_segment").alias("segments"),
+        F.min("segment_base_offset").alias("first_segment_offset"),
+        F.max("segment_base_offset").alias("active_segment_offset"),
+        F.count("_batch").alias("_batches"),
         F.min("base_offset").alias("first_offset"),
         (F.max("last_offset") + 1).alias("batch_leo"),
-        F.sum(F.when(~F.col("is_control"), F.col("record_count")).otherwise(0)).cast("long").alias("records"),
-        F.sum(F.when(F.col("is_control"), F.col("record_count")).otherwise(0)).cast("long").alias("control_records"),
+        F.sum(F.when(batch & ~F.col("is_control"), F.col("record_count")).otherwise(0)).cast("long").alias("records"),
+        F.sum(F.when(batch & F.col("is_control"), F.col("record_count")).otherwise(0)).cast("long").alias("control_records"),
         F.sum("size").cast("long").alias("bytes"),
         F.min_by("partition_leader_epoch", "base_offset").alias("batch_first_epoch"),
         F.max_by("partition_leader_epoch", "base_offset").alias("batch_last_epoch"),
@@ -70,47 +94,19 @@ def build(t: dict[str, DataFrame]) -> DataFrame:
         ),
         F.min("magic").alias("min_magic"),
         F.max("magic").alias("max_magic"),
-    )
-    segs = segment_files(t["files"]).groupBy(*REPLICA_KEY, "log_dir", "dir_state").agg(
-        F.count("*").alias("segments"),
-        F.min("segment_base_offset").alias("first_segment_offset"),
-        F.max("segment_base_offset").alias("active_segment_offset"),
-    )
-
-    cp = t["checkpoints"]
-    le = t["leader_epochs"].where(F.col("dir_state") == "live")
-    epochs = le.groupBy(*REPLICA_KEY, "log_dir").agg(
-        F.sort_array(F.collect_list(F.struct(F.col("line"), F.col("epoch"), F.col("start_offset")))).alias("_e")
-    ).select(
-        *REPLICA_KEY, "log_dir",
-        F.transform("_e", lambda x: F.struct(x["epoch"].alias("epoch"), x["start_offset"].alias("start_offset"))).alias(
-            "epoch_entries"
-        ),
-    ).withColumn("first_epoch", F.col("epoch_entries")[0]["epoch"]).withColumn(
-        "last_epoch", F.element_at("epoch_entries", -1)["epoch"]
-    )
-    pm = t["partition_metadata"].where(F.col("dir_state") == "live").groupBy(*REPLICA_KEY, "log_dir").agg(
-        F.first("topic_uuid").alias("topic_id")
-    )
+        *[F.max(F.when(F.col("_checkpoint") == kind, F.col("_checkpoint_offset"))).alias(name)
+          for kind, name in CHECKPOINT_COLUMNS.items()],
+        F.when(F.size(entries) > 0, F.transform(entries, lambda x: F.struct(x["epoch"].alias("epoch"),
+                                                                          x["start_offset"].alias("start_offset"))))
+        .alias("epoch_entries"),
+        F.first("_topic_id", ignorenulls=True).alias("topic_id"),
+        F.count("_problem").alias("problems"),
+        F.sum("_padding").alias("index_padding_entries"),
+    ).where((F.col("segments") > 0) | (F.col("_batches") > 0))
+    r = r.withColumn("dir_state", F.lit("live")).withColumn("first_epoch", F.col("epoch_entries")[0]["epoch"]).withColumn(
+        "last_epoch", F.element_at("epoch_entries", -1)["epoch"])
     marker = t["clean_shutdown"].groupBy("broker", "log_dir").agg(F.lit(True).alias("_marker"))
-    probs = t["problems"].where(F.col("topic").isNotNull()).groupBy(*REPLICA_KEY, "log_dir").agg(
-        F.count("*").alias("problems")
-    )
-    index_pad = (
-        t["index_files"].where(F.col("dir_state") == "live").groupBy(*REPLICA_KEY, "log_dir")
-        .agg(F.sum(F.coalesce(F.col("padding_entries"), F.lit(0))).alias("index_padding_entries"))
-        if "index_files" in t else None
-    )
-
-    r = segs.join(per_batch, [*REPLICA_KEY, "log_dir"], "full_outer")
-    r = r.withColumn("dir_state", F.coalesce("dir_state", F.lit("live")))
-    r = r.join(checkpointed(cp), ["broker", "log_dir", "topic", "partition"], "left")
-    r = r.join(epochs, [*REPLICA_KEY, "log_dir"], "left").join(pm, [*REPLICA_KEY, "log_dir"], "left")
-    r = r.join(marker, ["broker", "log_dir"], "left").join(probs, [*REPLICA_KEY, "log_dir"], "left")
-    if index_pad is not None:
-        r = r.join(index_pad, [*REPLICA_KEY, "log_dir"], "left")
-    else:
-        r = r.withColumn("index_padding_entries", F.lit(0).cast("long"))
+    r = r.join(marker, ["broker", "log_dir"], "left")
 
     leo = F.greatest(F.coalesce("batch_leo", F.lit(0)), F.coalesce("active_segment_offset", F.lit(0)))
     return r.select(
@@ -139,3 +135,4 @@ def build(t: dict[str, DataFrame]) -> DataFrame:
         F.coalesce("problems", F.lit(0)).alias("problems"),
         F.coalesce("index_padding_entries", F.lit(0)).cast("long").alias("index_padding_entries"),
     )
+
