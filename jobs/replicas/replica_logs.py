@@ -49,10 +49,12 @@ def build(t: dict[str, DataFrame]) -> DataFrame:
 
     Why one aggregate: each file kind says something per replica (its batches, segment files,
     checkpoint entries, leader epochs, partition.metadata, problems, index padding). Aggregated
-    each on its own and joined, they were eight aggregates and eight joins, each a shuffle or a
+    each on its own and joined, they were eight aggregates and seven joins, each a shuffle or a
     broadcast and a Spark job of its own (2.5 s of a small analysis, mostly Spark's cost per
     stage); here every kind's rows are stacked (one row shape, a column set per kind) and grouped
-    once by replica. A replica is one whose log dir has batches or segment files of it."""
+    once by replica, and only the clean-shutdown marker (one per log dir) is joined. A replica is
+    one whose log dir has batches or segment files of it. The other kinds' rows count only with a
+    whole key, as they did in a join (which never matches a null)."""
     key = [*REPLICA_KEY, "log_dir"]
     b = live_segment_batches(t["batches"]).select(
         *key, F.lit(True).alias("_batch"), "base_offset", "last_offset", "record_count", "is_control", "size",
@@ -62,15 +64,19 @@ def build(t: dict[str, DataFrame]) -> DataFrame:
         *key, F.col("file_kind").alias("_checkpoint"), F.col("offset").alias("_checkpoint_offset"))
     le = t["leader_epochs"].where(F.col("dir_state") == "live").select(
         *key, F.struct(F.col("line"), F.col("epoch"), F.col("start_offset")).alias("_epoch"))
-    pm = t["partition_metadata"].where(F.col("dir_state") == "live").select(*key, F.col("topic_uuid").alias("_topic_id"))
+    # (a struct, so that the first partition.metadata row counts even when its topic id is null)
+    pm = t["partition_metadata"].where(F.col("dir_state") == "live").select(*key, F.struct(F.col("topic_uuid").alias("id")).alias("_pm"))
     probs = t["problems"].where(F.col("topic").isNotNull()).select(*key, F.lit(True).alias("_problem"))
-    kinds = [b, segs, cp, le, pm, probs]
+    others = [cp, le, pm, probs]
     if "index_files" in t:
-        kinds.append(t["index_files"].where(F.col("dir_state") == "live").select(
+        others.append(t["index_files"].where(F.col("dir_state") == "live").select(
             *key, F.coalesce(F.col("padding_entries"), F.lit(0)).cast("long").alias("_padding")))
-    rows = kinds[0]
-    for kind in kinds[1:]:
-        rows = rows.unionByName(kind, allowMissingColumns=True)
+    whole_key = F.lit(True)
+    for c in key:
+        whole_key = whole_key & F.col(c).isNotNull()
+    rows = b.unionByName(segs, allowMissingColumns=True)
+    for kind in others:
+        rows = rows.unionByName(kind.where(whole_key), allowMissingColumns=True)
     if "_padding" not in rows.columns:
         rows = rows.withColumn("_padding", F.lit(None).cast("long"))
 
@@ -99,7 +105,7 @@ def build(t: dict[str, DataFrame]) -> DataFrame:
         F.when(F.size(entries) > 0, F.transform(entries, lambda x: F.struct(x["epoch"].alias("epoch"),
                                                                           x["start_offset"].alias("start_offset"))))
         .alias("epoch_entries"),
-        F.first("_topic_id", ignorenulls=True).alias("topic_id"),
+        F.first("_pm", ignorenulls=True)["id"].alias("topic_id"),
         F.count("_problem").alias("problems"),
         F.sum("_padding").alias("index_padding_entries"),
     ).where((F.col("segments") > 0) | (F.col("_batches") > 0))
