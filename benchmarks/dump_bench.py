@@ -150,12 +150,12 @@ def main() -> None:
             cmd = [*ours(), "dump", str(seg), *our_args]
             size = output_bytes(cmd, env)
             cpu, wall, code = timed(cmd, args.repeat, env)
-            start = timed([*ours(), "dump", str(small_seg), *our_args], args.repeat, env)[0]
             n_rows = stats.batches + (stats.records if "--records" in our_args else 0)
             if kafka_args is not None and script is not None:  # a JSON row reuses the text row's
                 kafka = timed([str(script), *kafka_args, str(seg)], args.repeat)
                 kafka_start = timed([str(script), *kafka_args, str(small_seg)], args.repeat)[0]
             if kafka:
+                start = timed([*ours(), "dump", str(small_seg), *our_args], args.repeat, env)[0]
                 # (a file too small for its work to outweigh the noise of the starts gives no ratio)
                 steady = f"{(kafka[0] - kafka_start) / (cpu - start):8.1f}" if cpu - start > 0.05 else f"{'-':>8}"
                 ks = f"{kafka[0]:7.2f} {kafka[0] / cpu:6.1f} {steady}   ({wall:.2f}, {kafka[1]:.2f})"

@@ -80,7 +80,6 @@ def build(t: dict[str, DataFrame]) -> DataFrame:
     if "_padding" not in rows.columns:
         rows = rows.withColumn("_padding", F.lit(None).cast("long"))
 
-    batch = F.col("_batch")
     entries = F.sort_array(F.collect_list("_epoch"))
     r = rows.groupBy(*key).agg(
         F.count("_segment").alias("segments"),
@@ -89,8 +88,8 @@ def build(t: dict[str, DataFrame]) -> DataFrame:
         F.count("_batch").alias("_batches"),
         F.min("base_offset").alias("first_offset"),
         (F.max("last_offset") + 1).alias("batch_leo"),
-        F.sum(F.when(batch & ~F.col("is_control"), F.col("record_count")).otherwise(0)).cast("long").alias("records"),
-        F.sum(F.when(batch & F.col("is_control"), F.col("record_count")).otherwise(0)).cast("long").alias("control_records"),
+        F.sum(F.when(~F.col("is_control"), F.col("record_count")).otherwise(0)).cast("long").alias("records"),
+        F.sum(F.when(F.col("is_control"), F.col("record_count")).otherwise(0)).cast("long").alias("control_records"),
         F.sum("size").cast("long").alias("bytes"),
         F.min_by("partition_leader_epoch", "base_offset").alias("batch_first_epoch"),
         F.max_by("partition_leader_epoch", "base_offset").alias("batch_last_epoch"),
@@ -141,4 +140,3 @@ def build(t: dict[str, DataFrame]) -> DataFrame:
         F.coalesce("problems", F.lit(0)).alias("problems"),
         F.coalesce("index_padding_entries", F.lit(0)).cast("long").alias("index_padding_entries"),
     )
-
