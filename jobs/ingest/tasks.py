@@ -13,9 +13,11 @@ from __future__ import annotations
 import hashlib
 import time
 import traceback
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from functools import cache
+from typing import NamedTuple
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -45,10 +47,10 @@ def internal_table(f: dict) -> str | None:
     return None
 
 
-def decode_internal(name: str, records: pa.Table, f: dict, failed: list | None = None) -> Iterator[tuple[str, pa.Table]]:
-    """Rows of an internal topic's decoded table, plus its problems. The decoders never raise on
-    bad bytes; a bug in one still must not lose the segment's other tables, so it is caught (and
-    its exception appended to ``failed``)."""
+def decode_internal(name: str, records: pa.Table, f: dict, failed: list | None = None) -> Iterator[Piece]:
+    """Rows of an internal topic's decoded table, plus its problems (``Piece``s). The decoders
+    never raise on bad bytes; a bug in one still must not lose the segment's other tables, so it
+    is caught (and its exception appended to ``failed``)."""
     import importlib
 
     try:
@@ -57,16 +59,16 @@ def decode_internal(name: str, records: pa.Table, f: dict, failed: list | None =
         if failed is not None:
             failed.append(exc)
         where = traceback.extract_tb(exc.__traceback__)[-1]
-        yield "problems", problem_rows(f, [(0, "parser_error", f"{name}: {type(exc).__name__}: {exc} (at {where.filename.rsplit('/', 1)[-1]}:{where.lineno})")])
+        yield Piece("problems", _problem_raw([(0, "parser_error", f"{name}: {type(exc).__name__}: {exc} (at {where.filename.rsplit('/', 1)[-1]}:{where.lineno})")]), f)
         return
     extra = {}
     if name == "metadata_records":
         extra = {"file_kind": f["kind"],
                  "snapshot_end_offset": base_offset_from_name(f["path"]) if f["kind"] == "kraft_snapshot" else None}
     if table.num_rows:
-        yield name, conform(table, name, f, **extra)
+        yield Piece(name, table, f, extra)
     if problems:
-        yield "problems", conform(problems_table(f["path"], problems), "problems", f)
+        yield Piece("problems", problems_table(f["path"], problems), f)
 
 HASH_BLOCK = 32 << 20
 ROW_GROUP_ROWS = 65536  # pieces of one table are merged up to this many rows (one Parquet row group)
@@ -111,6 +113,21 @@ def _layout(name: str, payloads: bool) -> tuple[pa.Schema, frozenset[str]]:
     return schema, frozenset(c.name for c in schema if c.name in _COMMON_NAMES - OWN_COLUMNS.get(name, set()))
 
 
+class Piece(NamedTuple):
+    """Rows of one file for table ``name`` as its parser made them (``raw``), not yet in the
+    table's schema: ``conform_run`` adds the file's own columns (from ``f``) and the per-file
+    ``extra`` values, after ``finish`` (a whole-column step of the table's own, e.g. the records'
+    timestamps). Why deferred: shaping a small file's pieces one by one cost ~100 µs each (a
+    dozen Arrow calls a piece, four pieces a partition), more than reading them; a task shapes
+    its pieces of one table in one go, one concatenation and one ``take`` a column."""
+
+    name: str
+    raw: pa.Table
+    f: dict
+    extra: dict = {}  # (never mutated)
+    finish: Callable[[pa.Table], pa.Table] | None = None
+
+
 def conform(table: pa.Table, name: str, f: dict, payloads: bool = False, **extra) -> pa.Table:
     """A parser table as ingest table ``name``: common columns in front, ``path`` relative to the
     input root, columns in the schema's order (missing ones null)."""
@@ -119,6 +136,48 @@ def conform(table: pa.Table, name: str, f: dict, payloads: bool = False, **extra
     cols = _common(n, f, common)
     for key, value in extra.items():
         cols[key] = pa.repeat(pa.scalar(value, schema.field(key).type), n)
+    return _assemble(table, schema, cols)
+
+
+def conform_run(pieces: list[Piece], payloads: bool = False) -> pa.Table:
+    """Pieces of one table with the same raw schema and ``extra`` keys, in file order, as one
+    table in that table's schema (``Piece``): each file's own values are made an array of one
+    value a piece and spread over its rows by a ``take``."""
+    first = pieces[0]
+    if len(pieces) == 1:
+        raw = first.raw if first.finish is None else first.finish(first.raw)
+        return conform(raw, first.name, first.f, payloads, **first.extra)
+    schema, common = _layout(first.name, payloads)
+    raw = pa.concat_tables([p.raw for p in pieces]).combine_chunks()
+    if first.finish is not None:
+        raw = first.finish(raw)
+    counts = np.fromiter((p.raw.num_rows for p in pieces), np.int64, len(pieces))
+    which = pa.array(np.repeat(np.arange(len(pieces), dtype=np.int32), counts))
+    cols = {c.name: pa.array([p.f[c.name] for p in pieces], c.type).take(which) for c in COMMON if c.name in common}
+    for key in first.extra:
+        cols[key] = pa.array([p.extra[key] for p in pieces], schema.field(key).type).take(which)
+    return _assemble(raw, schema, cols)
+
+
+def conform_all(pieces: list[Piece], payloads: bool = False) -> pa.Table:
+    """Pieces of one table in file order, as one table of its schema: ``conform_run`` over each
+    run of consecutive pieces that share a raw schema, ``extra`` keys and ``finish`` (a table
+    fed by one parser is one run; row order is kept)."""
+    runs: list[list[Piece]] = []
+    for p in pieces:
+        last = runs[-1][-1] if runs else None
+        if (last is not None and p.finish is last.finish and p.extra.keys() == last.extra.keys()
+                and p.raw.schema.equals(last.raw.schema)):
+            runs[-1].append(p)
+        else:
+            runs.append([p])
+    tables = [conform_run(run, payloads) for run in runs]
+    return tables[0] if len(tables) == 1 else pa.concat_tables(tables)
+
+
+def _assemble(table: pa.Table, schema: pa.Schema, cols: dict[str, pa.Array]) -> pa.Table:
+    """``schema``'s columns: from ``cols``, else ``table``'s (cast where its type differs), else nulls."""
+    n = table.num_rows
     present = set(table.column_names)
     arrays = []
     for field in schema:
@@ -132,19 +191,35 @@ def conform(table: pa.Table, name: str, f: dict, payloads: bool = False, **extra
     return pa.Table.from_arrays(arrays, schema=schema)
 
 
-def records_table(records: pa.Table, batches: pa.Table, f: dict, payloads: bool) -> pa.Table:
-    """Records with Spark's Kafka-source names; batch-level facts joined by ``batch_position``."""
-    idx = pc.index_in(records.column("batch_position"), value_set=batches.column("position"))
-    tt = batches.column("timestamp_type").take(idx)
-    ms = records.column("timestamp")
+def records_raw(records: pa.Table, batches: pa.Table) -> pa.Table:
+    """A segment piece's records with their batch's facts, joined by ``batch_position`` (still
+    with the stored ms timestamp: ``records_final`` makes the timestamp columns, for a whole
+    run of pieces at once). Batch positions rise within a piece, so the join is a binary search;
+    the hash join (``index_in``) is kept for a piece where one does not match."""
+    bpos = batches.column("position").to_numpy()
+    rpos = records.column("batch_position").to_numpy()
+    idx = np.searchsorted(bpos, rpos)
+    if idx.size and (idx.max() >= bpos.size or (bpos[idx] != rpos).any()):
+        which = pc.index_in(records.column("batch_position"), value_set=batches.column("position"))
+    else:
+        which = pa.array(idx)
+    for src, dst in (("timestamp_type", "_timestamp_type"), ("partition_leader_epoch", "leader_epoch"), ("producer_id", "producer_id"),
+                     ("is_transactional", "is_transactional")):
+        records = records.append_column(dst, batches.column(src).take(which))
+    return records
+
+
+def records_final(table: pa.Table) -> pa.Table:
+    """``records_raw`` rows with Spark's Kafka-source timestamp columns: ``timestamp`` (null
+    where the stored value is -1 or past what Spark holds), ``timestampType`` (0 create, 1 log
+    append) and the stored ``timestamp_ms``."""
+    ms = table.column("timestamp")
+    tt = table.column("_timestamp_type")
     valid = pc.and_(pc.greater_equal(ms, 0), pc.less_equal(ms, _MAX_TS_MS))
     ts = pc.if_else(valid, pc.multiply(ms, 1000), pa.scalar(None, pa.int64())).cast(pa.int64()).cast(TS)
-    table = records.drop_columns(["timestamp"]).append_column("timestamp", ts)
+    table = table.drop_columns(["timestamp", "_timestamp_type"]).append_column("timestamp", ts)
     table = table.append_column("timestampType", pc.if_else(pc.equal(tt, "create"), 0, pc.if_else(pc.equal(tt, "log_append"), 1, None)).cast(pa.int32()))
-    table = table.append_column("timestamp_ms", ms)
-    for src, dst in (("partition_leader_epoch", "leader_epoch"), ("producer_id", "producer_id"), ("is_transactional", "is_transactional")):
-        table = table.append_column(dst, batches.column(src).take(idx))
-    return conform(table, "records", f, payloads)
+    return table.append_column("timestamp_ms", ms)
 
 
 class _Hasher:
@@ -169,10 +244,20 @@ class _Hasher:
         return digest
 
 
-def parse_file(f: dict, payloads: bool = False, as_rows: bool = False, spans: list[dict] | None = None) -> Iterator[tuple[str, pa.Table]]:
-    """(table name, Arrow table) pieces for one file, ending with its ``files`` row: a one-row
-    table, or with ``as_rows`` the ``files_row`` dict (``run_task`` makes one table of a task's).
-    Never raises: an unreadable or unparseable file becomes a ``problems`` row naming it.
+def parse_file(f: dict, payloads: bool = False, spans: list[dict] | None = None) -> Iterator[tuple[str, pa.Table]]:
+    """(table name, Arrow table) pieces for one file, each in its table's schema, ending with
+    its one-row ``files`` table (``file_pieces``, one file's pieces shaped one by one)."""
+    for item in file_pieces(f, payloads, spans):
+        if isinstance(item, dict):
+            yield "files", files_table([item])
+        else:
+            yield item.name, conform_run([item], payloads)
+
+
+def file_pieces(f: dict, payloads: bool = False, spans: list[dict] | None = None) -> Iterator[Piece | dict]:
+    """One file's ``Piece``s, ending with its ``files`` row (the ``files_row`` dict; ``run_task``
+    makes one table of a task's). Never raises: an unreadable or unparseable file becomes a
+    ``problems`` row naming it.
 
     A segment split into spans (``f["span_start"]`` not null, see ``pipeline.split_segment``)
     is read from ``span_start`` up to the first batch at or past ``span_stop``; where that reading
@@ -200,14 +285,14 @@ def parse_file(f: dict, payloads: bool = False, as_rows: bool = False, spans: li
                 for piece in pieces:
                     if hasher is not None:
                         hasher.advance(HASH_BLOCK)
-                    yield "batches", conform(piece.table, "batches", f, segment_base_offset=base, file_kind=kind)
+                    yield Piece("batches", piece.table, f, {"segment_base_offset": base, "file_kind": kind})
                     recs = piece.extra.get("records")
                     if recs is not None and recs.num_rows:
-                        yield "records", records_table(recs, piece.table, f, payloads)
+                        yield Piece("records", records_raw(recs, piece.table), f, finish=records_final)
                         if internal is not None:
                             yield from decode_internal(internal, recs, f, failed)
                     if piece.problems.num_rows:
-                        yield "problems", conform(piece.problems, "problems", f)
+                        yield Piece("problems", piece.problems, f)
                 # a decoder that failed on a piece failed on the pieces of this span, which a whole
                 # reading cuts elsewhere: no span row, and the driver reads the file again whole
                 if span_start is not None and spans is not None and not failed:
@@ -220,13 +305,13 @@ def parse_file(f: dict, payloads: bool = False, as_rows: bool = False, spans: li
                 if kind == "broker_log":  # the line's subject broker, apart from the node that wrote the file
                     table = table.rename_columns(["subject_broker" if c == "broker" else c for c in table.column_names])
                     extra = {"log_kind": module_for(kind).is_broker_log(f["path"].rsplit("/", 1)[-1])}
-                yield name, conform(table, name, f, **extra)
+                yield Piece(name, table, f, extra)
                 for key, table in piece.extra.items():
                     extra_name = EXTRA_TABLE.get(key)
                     if extra_name == "index_files":
-                        yield extra_name, conform(table, extra_name, f, index_kind=kind)
+                        yield Piece(extra_name, table, f, {"index_kind": kind})
                 if piece.problems.num_rows:
-                    yield "problems", conform(piece.problems, "problems", f)
+                    yield Piece("problems", piece.problems, f)
             if hasher is not None:
                 sha = hasher.hexdigest()
             elif span_start == 0:
@@ -237,11 +322,10 @@ def parse_file(f: dict, payloads: bool = False, as_rows: bool = False, spans: li
         where = traceback.extract_tb(exc.__traceback__)[-1]
         problems.append((0, "parser_error", f"{type(exc).__name__}: {exc} (at {where.filename.rsplit('/', 1)[-1]}:{where.lineno})"))
     if problems:
-        yield "problems", problem_rows(f, problems)
+        yield Piece("problems", _problem_raw(problems), f)
     if span_start:  # a later span of a split segment: the first span gives the file's row
         return
-    row = files_row(f, sha)
-    yield "files", row if as_rows else files_table([row])
+    yield files_row(f, sha)
 
 
 def unreadable_detail(exc: OSError) -> str:
@@ -253,8 +337,12 @@ def unreadable_detail(exc: OSError) -> str:
 
 
 def problem_rows(f: dict, rows: list[tuple[int, str, str]]) -> pa.Table:
-    t = pa.table({"position": pa.array([r[0] for r in rows], pa.int64()), "kind": [r[1] for r in rows], "detail": [r[2] for r in rows]})
-    return conform(t, "problems", f)
+    """``problems`` rows of file ``f`` from (position, kind, detail)."""
+    return conform(_problem_raw(rows), "problems", f)
+
+
+def _problem_raw(rows: list[tuple[int, str, str]]) -> pa.Table:
+    return pa.table({"position": pa.array([r[0] for r in rows], pa.int64()), "kind": [r[1] for r in rows], "detail": [r[2] for r in rows]})
 
 
 def files_row(f: dict, sha: str | None) -> dict:
@@ -272,23 +360,29 @@ def files_table(rows: list[dict]) -> pa.Table:
 
 def run_task(files: list[dict], payloads: bool = False, timing: dict | None = None,
              focus: Focus | None = None, spans: list[dict] | None = None) -> Iterator[tuple[str, pa.Table]]:
-    """(table name, rows) pieces for one task's files; small pieces of one table are merged so
-    the files hold few, larger row groups. ``timing["parse"]`` accumulates the seconds spent
-    reading, hashing and parsing (not writing), for the benchmark. ``focus``: rows naming a
-    partition outside it (a checkpoint entry, a metadata record...) are dropped. ``spans``: where
-    the reading of each span of a split segment ended (``parse_file``)."""
+    """(table name, rows) pieces for one task's files; the pieces of one table are gathered and
+    shaped together (``conform_all``) up to a row group's worth, so the files hold few, larger row
+    groups. ``timing["parse"]`` accumulates the seconds spent reading, hashing, parsing and
+    shaping (not writing), for the benchmark. ``focus``: rows naming a partition outside it (a
+    checkpoint entry, a metadata record...) are dropped. ``spans``: where the reading of each
+    span of a split segment ended (``file_pieces``)."""
     if timing is None:
         timing = {}
     timing.setdefault("parse", 0.0)
-    pending: dict[str, list[pa.Table]] = {}
+    pending: dict[str, list[Piece]] = {}
     pending_rows: dict[str, int] = {}
 
     file_rows: list[dict] = []  # the files table's rows, made into a table once (~60 µs a file apart)
 
-    def flush(name: str) -> tuple[str, pa.Table]:
-        tables = pending.pop(name)
+    def flush(name: str) -> Iterator[tuple[str, pa.Table]]:
+        t = time.perf_counter()
+        table = conform_all(pending.pop(name), payloads)
         pending_rows.pop(name)
-        return name, pa.concat_tables(tables) if len(tables) > 1 else tables[0]
+        if focus is not None:
+            table = focus.rows(table)
+        timing["parse"] += time.perf_counter() - t
+        if table.num_rows:
+            yield name, table
 
     def files_rows() -> Iterator[tuple[str, pa.Table]]:
         table = files_table(file_rows)
@@ -299,28 +393,26 @@ def run_task(files: list[dict], payloads: bool = False, timing: dict | None = No
             yield "files", table
 
     for f in files:
-        pieces = parse_file(f, payloads, as_rows=True, spans=spans)
+        pieces = file_pieces(f, payloads, spans)
         while True:
             t = time.perf_counter()
             item = next(pieces, None)
             timing["parse"] += time.perf_counter() - t
             if item is None:
                 break
-            name, table = item
-            if name == "files":
-                file_rows.append(table)
+            if isinstance(item, dict):
+                file_rows.append(item)
                 if len(file_rows) >= ROW_GROUP_ROWS:
                     yield from files_rows()
                 continue
-            if focus is not None:
-                table = focus.rows(table)
-            if table.num_rows == 0:
+            rows = item.raw.num_rows
+            if rows == 0:
                 continue
-            pending.setdefault(name, []).append(table)
-            pending_rows[name] = pending_rows.get(name, 0) + table.num_rows
-            if pending_rows[name] >= ROW_GROUP_ROWS or table.get_total_buffer_size() > (8 << 20):  # (nbytes: ~30 µs a call)
-                yield flush(name)
+            pending.setdefault(item.name, []).append(item)
+            pending_rows[item.name] = pending_rows.get(item.name, 0) + rows
+            if pending_rows[item.name] >= ROW_GROUP_ROWS or item.raw.get_total_buffer_size() > (8 << 20):  # (nbytes: ~30 µs a call)
+                yield from flush(item.name)
     for name in list(pending):
-        yield flush(name)
+        yield from flush(name)
     if file_rows:
         yield from files_rows()
