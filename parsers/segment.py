@@ -159,6 +159,67 @@ def iter_parse(
             return
 
 
+def parse_many(datas: list, paths: list[str], records: bool = False, payloads: bool = False) -> list[Parsed | None]:
+    """Several whole segments parsed in one vectorised pass: for each, the ``Parsed`` that
+    ``iter_parse`` yields for it as its only piece, or None where the file must be read alone
+    (``iter_parse``): reading stops before its end (a torn tail, a bad size...), it holds a
+    message set older than v2, or more batches than one chunk.
+
+    Why: a cluster of thousands of partitions is mostly small segments (a few batches each), and
+    reading one costs the same dozens of numpy and Arrow calls as reading a big one (~0.4 ms).
+    Here the files' bytes are laid end to end and hopped file by file (a batch never crosses a
+    file's end), then decoded, checked and hashed as one chunk; positions are each file's own."""
+    lens = np.fromiter((len(d) for d in datas), np.int64, len(datas))
+    off = np.zeros(len(datas) + 1, np.int64)
+    np.cumsum(lens, out=off[1:])
+    buf = np.frombuffer(b"".join(datas), np.uint8) if off[-1] else np.zeros(0, np.uint8)
+    cap = MAX_BATCHES_PER_CHUNK
+    out_pos = np.empty(min(cap, int(off[-1]) // (LOG_OVERHEAD + RECORD_OVERHEAD_V0) + 1), np.int64)
+    out_size = np.empty(out_pos.shape[0], np.int64)
+    kept, pos_parts, size_parts = [], [], []
+    for i in range(len(datas)):
+        start, end = int(off[i]), int(off[i + 1])
+        n, _, code = K.scan(buf, start, end, end, out_pos.shape[0], out_pos, out_size)
+        if code != K.STOP_END or (n and (buf[out_pos[:n] + MAGIC_OFFSET] < 2).any()):
+            continue
+        kept.append(i)
+        pos_parts.append(out_pos[:n].copy())
+        size_parts.append(out_size[:n].copy())
+    results: list[Parsed | None] = [None] * len(datas)
+    if not kept:
+        return results
+    counts = np.fromiter((p.shape[0] for p in pos_parts), np.int64, len(kept))
+    bounds = np.zeros(len(kept) + 1, np.int64)
+    np.cumsum(counts, out=bounds[1:])
+    positions, sizes = np.concatenate(pos_parts), np.concatenate(size_parts)
+    first = np.zeros(positions.shape[0], bool)
+    first[bounds[:-1][counts > 0]] = True
+    problems: list[Problem] = []
+    batches, recs, _ = _decode_chunk(buf, positions, sizes, records, payloads, problems, None, first_of_file=first)
+    kept_off = off[kept]
+    # each batch's, record's and problem's file, and the positions made that file's own
+    batch_file = np.repeat(np.arange(len(kept)), counts)
+    batches = batches.set_column(0, "position", pa.array(positions - kept_off[batch_file]))
+    if recs is not None:
+        rpos = recs.column("batch_position").to_numpy()
+        rec_file = np.searchsorted(kept_off, rpos, side="right") - 1
+        shift = pa.array(kept_off[rec_file])
+        recs = recs.set_column(0, "batch_position", pa.array(rpos - kept_off[rec_file]))
+        at = recs.schema.get_field_index("position")
+        recs = recs.set_column(at, "position", pa.compute.subtract(recs.column("position"), shift))
+        rec_bounds = np.searchsorted(rec_file, np.arange(len(kept) + 1), side="left")
+    mine: dict[int, list[Problem]] = {}
+    for pr in problems:  # (in position order, so in each file's order)
+        j = int(np.searchsorted(kept_off, pr.position, side="right")) - 1
+        mine.setdefault(j, []).append(Problem(pr.position - int(kept_off[j]), pr.kind, pr.detail))
+    for j, i in enumerate(kept):
+        piece = Parsed(batches.slice(bounds[j], counts[j]), problems_table(paths[i], mine.get(j, [])))
+        if recs is not None:
+            piece.extra["records"] = recs.slice(rec_bounds[j], rec_bounds[j + 1] - rec_bounds[j])
+        results[i] = piece
+    return results
+
+
 def _stop_problem(buf: np.ndarray, pos: int, end: int, stop: int, problems: list[Problem]) -> None:
     """Say why reading stopped before the end of the file, the way Kafka would have stopped."""
     if stop == K.STOP_END:
@@ -235,7 +296,9 @@ def _impossible_first_header(buf: np.ndarray, end: int) -> str | None:
     return None
 
 
-def _decode_chunk(buf, positions, sizes, records, payloads, problems, prev_last, headers=False):
+def _decode_chunk(buf, positions, sizes, records, payloads, problems, prev_last, headers=False, first_of_file=None):
+    """The batches (and records) at ``positions`` of ``buf``. ``first_of_file``: where ``buf``
+    holds several files (``parse_many``), the batches that start one, which follow no batch."""
     n = positions.shape[0]
     h = np.zeros((n, HEADER_COLUMNS), np.int64)
     K.read_headers(buf, positions, sizes, BIG_CRC, K.CRC32C_TABLE, K.CRC32_TABLE, h)
@@ -272,6 +335,8 @@ def _decode_chunk(buf, positions, sizes, records, payloads, problems, prev_last,
     last = cols["last_offset"]
     if n:
         prev = np.concatenate([[prev_last if prev_last is not None else np.iinfo(np.int64).min], last[:-1]])
+        if first_of_file is not None:
+            prev[first_of_file] = np.iinfo(np.int64).min
         for i in np.nonzero(base <= prev)[0]:
             problems.append(
                 Problem(

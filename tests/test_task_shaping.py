@@ -12,7 +12,7 @@ import pytest
 from jobs.ingest.discover import discover_inputs
 from jobs.ingest.focus import Focus
 from jobs.ingest.pipeline import plan_tasks
-from jobs.ingest.tasks import Piece, conform, conform_all, parse_file, run_task
+from jobs.ingest.tasks import Piece, conform, conform_all, file_pieces, parse_file, records_raw, run_task, shaped
 
 FIXTURES = Path(__file__).resolve().parents[2] / "shared" / "fixtures"
 INPUTS = {
@@ -73,3 +73,33 @@ def test_runs_of_different_raw_schemas_keep_file_order_and_columns():
     assert shaped.column("detail").to_pylist() == ["d1", "d1", "d2", "d3", "d1"]
     one_by_one = pa.concat_tables([conform(p.raw, "problems", p.f) for p in pieces])
     assert shaped.equals(one_by_one)
+
+
+def test_records_join_their_batch_as_the_hash_join_does_when_positions_do_not_rise():
+    """A binary search over positions that do not rise can land on a later batch of the same
+    position; the first one's facts are the record's (as ``index_in`` finds it)."""
+    batches = pa.table({"position": pa.array([4, 3, 4], pa.int64()), "timestamp_type": ["create"] * 3,
+                        "partition_leader_epoch": pa.array([0, 0, 0], pa.int32()), "producer_id": pa.array([100, 101, 102], pa.int64()),
+                        "is_transactional": [False] * 3})
+    records = pa.table({"batch_position": pa.array([4], pa.int64()), "timestamp": pa.array([1], pa.int64())})
+    assert records_raw(records, batches).column("producer_id").to_pylist() == [100]
+
+
+def test_a_piece_that_cannot_be_shaped_is_a_problem_of_its_file_and_the_others_stay():
+    good = pa.table({"position": pa.array([0], pa.int64()), "kind": ["a"], "detail": ["fine"]})
+    bad = pa.table({"position": pa.array(["not a number"]), "kind": ["b"], "detail": ["broken"]})
+    out = shaped([Piece("problems", good, _file("p0", 0)), Piece("problems", bad, _file("p1", 1))])
+    rows = pa.concat_tables([t for _, t in out]).to_pylist()
+    assert [r["path"] for r in rows] == ["p0", "p1"]
+    assert rows[0]["detail"] == "fine"
+    assert rows[1]["kind"] == "parser_error" and "problems rows" in rows[1]["detail"]
+
+
+def test_an_internal_topics_records_leave_their_payloads_unless_asked(tmp_path):
+    """Their payloads are read to decode them; without ``payloads`` they leave before the task's
+    pieces wait to be shaped (they would be dropped then, but held and copied until)."""
+    files = [f for task in plan_tasks(discover_inputs(INPUTS["real-cluster"], tmp_path).files, 64 << 20) for f in task["files"]]
+    meta = next(f for f in files if f["kind"] == "segment" and f["topic"] == "__cluster_metadata")
+    for payloads in (False, True):
+        recs = [p for p in file_pieces(meta, payloads) if isinstance(p, Piece) and p.name == "records"]
+        assert recs and all(("key" in p.raw.column_names) == payloads for p in recs)

@@ -70,7 +70,7 @@ TASK_LIST = pa.schema([
         pa.field("span_start", pa.int64()), pa.field("span_stop", pa.int64()),
     ]))),
 ])
-# what a task that read a span of a split segment hands back beside its counts (tasks.parse_file)
+# what a task that read a span of a split segment hands back beside its counts (tasks.file_pieces)
 SPAN_FIELDS = [pa.field("path", pa.string()), pa.field("span_start", pa.int64()), pa.field("span_next", pa.int64()),
                pa.field("span_code", pa.int32()), pa.field("first_base", pa.int64()), pa.field("last_offset", pa.int64())]
 

@@ -13,9 +13,10 @@ from __future__ import annotations
 import hashlib
 import time
 import traceback
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from functools import cache
-from typing import NamedTuple
+from types import MappingProxyType
+from typing import Any, NamedTuple
 
 import numpy as np
 import pyarrow as pa
@@ -58,8 +59,7 @@ def decode_internal(name: str, records: pa.Table, f: dict, failed: list | None =
     except Exception as exc:  # a decoder bug: name the file, keep the segment's other tables
         if failed is not None:
             failed.append(exc)
-        where = traceback.extract_tb(exc.__traceback__)[-1]
-        yield Piece("problems", _problem_raw([(0, "parser_error", f"{name}: {type(exc).__name__}: {exc} (at {where.filename.rsplit('/', 1)[-1]}:{where.lineno})")]), f)
+        yield Piece("problems", _problem_raw([(0, "parser_error", _bug(exc, name))]), f)
         return
     extra = {}
     if name == "metadata_records":
@@ -107,8 +107,8 @@ _COMMON_NAMES = frozenset(c.name for c in COMMON)
 @cache
 def _layout(name: str, payloads: bool) -> tuple[pa.Schema, frozenset[str]]:
     """Table ``name``'s schema and which of its columns are the file's own (``COMMON`` less the
-    entry's ``OWN_COLUMNS``). Worked out once: ``conform`` runs several times for every small file
-    (~100 µs a call when it rebuilt both, most of a small file's ingest at 15,000 partitions)."""
+    entry's ``OWN_COLUMNS``). Worked out once: ``conform`` runs for every run of pieces, and for
+    every piece of a file read alone (~100 µs a call when it rebuilt both)."""
     schema = schema_of(name, payloads)
     return schema, frozenset(c.name for c in schema if c.name in _COMMON_NAMES - OWN_COLUMNS.get(name, set()))
 
@@ -124,7 +124,7 @@ class Piece(NamedTuple):
     name: str
     raw: pa.Table
     f: dict
-    extra: dict = {}  # (never mutated)
+    extra: Mapping[str, Any] = MappingProxyType({})
     finish: Callable[[pa.Table], pa.Table] | None = None
 
 
@@ -161,8 +161,8 @@ def conform_run(pieces: list[Piece], payloads: bool = False) -> pa.Table:
 
 def conform_all(pieces: list[Piece], payloads: bool = False) -> pa.Table:
     """Pieces of one table in file order, as one table of its schema: ``conform_run`` over each
-    run of consecutive pieces that share a raw schema, ``extra`` keys and ``finish`` (a table
-    fed by one parser is one run; row order is kept)."""
+    run of consecutive pieces that share a raw schema, ``extra`` keys and ``finish`` (the pieces
+    of one table are mostly one run; row order is kept)."""
     runs: list[list[Piece]] = []
     for p in pieces:
         last = runs[-1][-1] if runs else None
@@ -173,6 +173,29 @@ def conform_all(pieces: list[Piece], payloads: bool = False) -> pa.Table:
             runs.append([p])
     tables = [conform_run(run, payloads) for run in runs]
     return tables[0] if len(tables) == 1 else pa.concat_tables(tables)
+
+
+def shaped(pieces: list[Piece], payloads: bool = False) -> list[tuple[str, pa.Table]]:
+    """``conform_all`` of one table's pieces, as (name, rows); should shaping fail (a value
+    that does not fit its column: a bug, as a parser's own is), each piece is shaped alone and
+    one that still fails becomes a ``parser_error`` row naming its file, as in ``file_pieces``:
+    the task's other rows are kept."""
+    try:
+        return [(pieces[0].name, conform_all(pieces, payloads))]
+    except Exception:
+        out = []
+        for p in pieces:
+            try:
+                out.append((p.name, conform_run([p], payloads)))
+            except Exception as exc:
+                out.append(("problems", problem_rows(p.f, [(0, "parser_error", _bug(exc, f"{p.name} rows"))])))
+        return out
+
+
+def _bug(exc: Exception, what: str = "") -> str:
+    """A parser_error row's text: what failed, the exception, and where it was raised."""
+    where = traceback.extract_tb(exc.__traceback__)[-1]
+    return f"{what}{': ' if what else ''}{type(exc).__name__}: {exc} (at {where.filename.rsplit('/', 1)[-1]}:{where.lineno})"
 
 
 def _assemble(table: pa.Table, schema: pa.Schema, cols: dict[str, pa.Array]) -> pa.Table:
@@ -195,11 +218,12 @@ def records_raw(records: pa.Table, batches: pa.Table) -> pa.Table:
     """A segment piece's records with their batch's facts, joined by ``batch_position`` (still
     with the stored ms timestamp: ``records_final`` makes the timestamp columns, for a whole
     run of pieces at once). Batch positions rise within a piece, so the join is a binary search;
-    the hash join (``index_in``) is kept for a piece where one does not match."""
+    the hash join (``index_in``: a position's first batch) is kept for a piece where they do not,
+    or where a record's batch is missing."""
     bpos = batches.column("position").to_numpy()
     rpos = records.column("batch_position").to_numpy()
     idx = np.searchsorted(bpos, rpos)
-    if idx.size and (idx.max() >= bpos.size or (bpos[idx] != rpos).any()):
+    if idx.size and (idx.max() >= bpos.size or (bpos[idx] != rpos).any() or (bpos[1:] <= bpos[:-1]).any()):
         which = pc.index_in(records.column("batch_position"), value_set=batches.column("position"))
     else:
         which = pa.array(idx)
@@ -246,12 +270,13 @@ class _Hasher:
 
 def parse_file(f: dict, payloads: bool = False, spans: list[dict] | None = None) -> Iterator[tuple[str, pa.Table]]:
     """(table name, Arrow table) pieces for one file, each in its table's schema, ending with
-    its one-row ``files`` table (``file_pieces``, one file's pieces shaped one by one)."""
+    its one-row ``files`` table (but for a later span of a split segment): ``file_pieces``, each
+    piece shaped alone. Never raises."""
     for item in file_pieces(f, payloads, spans):
         if isinstance(item, dict):
             yield "files", files_table([item])
         else:
-            yield item.name, conform_run([item], payloads)
+            yield from shaped([item], payloads)
 
 
 def file_pieces(f: dict, payloads: bool = False, spans: list[dict] | None = None) -> Iterator[Piece | dict]:
@@ -288,7 +313,8 @@ def file_pieces(f: dict, payloads: bool = False, spans: list[dict] | None = None
                     yield Piece("batches", piece.table, f, {"segment_base_offset": base, "file_kind": kind})
                     recs = piece.extra.get("records")
                     if recs is not None and recs.num_rows:
-                        yield Piece("records", records_raw(recs, piece.table), f, finish=records_final)
+                        kept = recs if payloads or internal is None else recs.drop_columns(["key", "value"])
+                        yield Piece("records", records_raw(kept, piece.table), f, finish=records_final)
                         if internal is not None:
                             yield from decode_internal(internal, recs, f, failed)
                     if piece.problems.num_rows:
@@ -319,13 +345,58 @@ def file_pieces(f: dict, payloads: bool = False, spans: list[dict] | None = None
     except OSError as exc:
         problems.append((0, "unreadable_file", unreadable_detail(exc)))
     except Exception as exc:  # a parser bug must not stop the run: name the file, keep going
-        where = traceback.extract_tb(exc.__traceback__)[-1]
-        problems.append((0, "parser_error", f"{type(exc).__name__}: {exc} (at {where.filename.rsplit('/', 1)[-1]}:{where.lineno})"))
+        problems.append((0, "parser_error", _bug(exc)))
     if problems:
         yield Piece("problems", _problem_raw(problems), f)
     if span_start:  # a later span of a split segment: the first span gives the file's row
         return
     yield files_row(f, sha)
+
+
+SMALL_SEGMENT = 1 << 20  # segments up to this size are read in groups (``small_segment_pieces``)
+GROUP_BYTES = 16 << 20  # ... of at most this many bytes
+
+
+def groupable(f: dict) -> bool:
+    """Whether ``f`` can be read with other small segments in one pass: a whole data segment
+    (not a span of a split one, not an internal topic's, whose records are decoded further)."""
+    return (f["kind"] == "segment" and f.get("span_start") is None and f["size"] <= SMALL_SEGMENT
+            and internal_table(f) is None)
+
+
+def small_segment_pieces(files: list[dict], payloads: bool = False) -> list[list[Piece | dict] | None]:
+    """For each of ``files`` (``groupable`` ones), the items ``file_pieces`` yields for it, the
+    sound ones parsed together (``segment.parse_many``: a small segment's reading is mostly fixed
+    costs); None for a file that cannot be read or that ``parse_many`` leaves to a reading of its
+    own (damage, an old message format): ``file_pieces`` reads it like any other file."""
+    from parsers import segment
+
+    datas: list[bytes | None] = []
+    for f in files:
+        try:
+            with FileBytes(f["abs_path"], listed_size=f["size"]) as fb:
+                datas.append(fb.data)
+        except Exception:  # (file_pieces says why, in a problems row)
+            datas.append(None)
+    readable = [i for i, d in enumerate(datas) if d is not None]
+    try:
+        parsed = segment.parse_many([datas[i] for i in readable], [files[i]["path"] for i in readable], records=True, payloads=payloads)
+    except Exception:  # a parser bug: each file alone, where file_pieces names it
+        parsed = [None] * len(readable)
+    results: list[list[Piece | dict] | None] = [None] * len(files)
+    for i, piece in zip(readable, parsed):
+        if piece is None:
+            continue
+        f = files[i]
+        items: list[Piece | dict] = [Piece("batches", piece.table, f, {"segment_base_offset": base_offset_from_name(f["path"]), "file_kind": f["kind"]})]
+        recs = piece.extra["records"]
+        if recs.num_rows:
+            items.append(Piece("records", records_raw(recs, piece.table), f, finish=records_final))
+        if piece.problems.num_rows:
+            items.append(Piece("problems", piece.problems, f))
+        items.append(files_row(f, hashlib.sha256(datas[i]).hexdigest()))
+        results[i] = items
+    return results
 
 
 def unreadable_detail(exc: OSError) -> str:
@@ -358,6 +429,24 @@ def files_table(rows: list[dict]) -> pa.Table:
     return pa.Table.from_pylist(rows, schema=_layout("files", False)[0])
 
 
+def _read_ahead(files: list[dict], k: int, payloads: bool) -> dict[int, list[Piece | dict] | None]:
+    """The items of file ``k`` and of the ``groupable`` files after it (up to ``GROUP_BYTES``),
+    read together (``small_segment_pieces``), by file number. Why ahead: a task's files come
+    partition by partition (segment, indexes, checkpoints...), so small segments are never side
+    by side; each is still yielded in its place, and every table keeps the files' order."""
+    group, size = [], 0
+    for j in range(k, len(files)):
+        f = files[j]
+        if groupable(f):
+            if group and size + f["size"] > GROUP_BYTES:
+                break
+            group.append(j)
+            size += f["size"]
+    if len(group) == 1:
+        return {}
+    return dict(zip(group, small_segment_pieces([files[j] for j in group], payloads)))
+
+
 def run_task(files: list[dict], payloads: bool = False, timing: dict | None = None,
              focus: Focus | None = None, spans: list[dict] | None = None) -> Iterator[tuple[str, pa.Table]]:
     """(table name, rows) pieces for one task's files; the pieces of one table are gathered and
@@ -376,13 +465,14 @@ def run_task(files: list[dict], payloads: bool = False, timing: dict | None = No
 
     def flush(name: str) -> Iterator[tuple[str, pa.Table]]:
         t = time.perf_counter()
-        table = conform_all(pending.pop(name), payloads)
+        tables = shaped(pending.pop(name), payloads)
         pending_rows.pop(name)
         if focus is not None:
-            table = focus.rows(table)
+            tables = [(n, focus.rows(table)) for n, table in tables]
         timing["parse"] += time.perf_counter() - t
-        if table.num_rows:
-            yield name, table
+        for n, table in tables:
+            if table.num_rows:
+                yield n, table
 
     def files_rows() -> Iterator[tuple[str, pa.Table]]:
         table = files_table(file_rows)
@@ -392,8 +482,14 @@ def run_task(files: list[dict], payloads: bool = False, timing: dict | None = No
         if table.num_rows:
             yield "files", table
 
-    for f in files:
-        pieces = file_pieces(f, payloads, spans)
+    ahead: dict[int, list[Piece | dict] | None] = {}  # file number -> its items, read with other small segments
+    for k, f in enumerate(files):
+        if groupable(f) and k not in ahead:
+            t = time.perf_counter()
+            ahead.update(_read_ahead(files, k, payloads))
+            timing["parse"] += time.perf_counter() - t
+        items = ahead.pop(k, None)
+        pieces = iter(items) if items is not None else file_pieces(f, payloads, spans)
         while True:
             t = time.perf_counter()
             item = next(pieces, None)
