@@ -305,6 +305,11 @@ def _decode_chunk(buf, positions, sizes, records, payloads, problems, prev_last,
     magic = h[:, H.MAGIC]
     is_v2 = magic >= 2
     big = np.nonzero(h[:, H.COMPUTED_CRC] < 0)[0]
+    v2_big = big[is_v2[big] & (sizes[big] >= V2_HEADER_SIZE)]
+    crcs = K.crc32c_ranges(buf, positions[v2_big] + V2_ATTRIBUTES, sizes[v2_big] - V2_ATTRIBUTES)
+    if crcs is not None:  # one compiled loop (``_kernels.crc32c_ranges``); the rest, if any, below
+        h[v2_big, H.COMPUTED_CRC] = crcs
+        big = big[~is_v2[big]]
     for i in big:  # few and large: the hardware CRC wins
         p, s = int(positions[i]), int(sizes[i])
         if is_v2[i]:

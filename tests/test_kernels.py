@@ -49,3 +49,36 @@ def test_the_lazy_kernels_module_retries_an_interrupted_import(tmp_path, monkeyp
         _ = m.VALUE
     monkeypatch.setenv("KF_FLAKY", "0")
     assert m.VALUE == 7
+
+
+def test_hardware_crc32c_ranges_are_the_packages():
+    """Batches over ``segment.BIG_CRC`` get their CRC-32C from the package's hardware function,
+    called from a compiled loop; where it is not used the package says its CRC is not hardware."""
+    rng = np.random.default_rng(3)
+    buf = rng.integers(0, 256, 300_000, dtype=np.uint8)
+    start = rng.integers(0, 150_000, 200)
+    length = rng.integers(0, 150_000, 200)
+    length[:3] = [0, 1, 8193]
+    got = K.crc32c_ranges(buf, start, length)
+    if got is None:
+        assert not crc32c.hardware_based
+        return
+    assert got.tolist() == [crc32c.crc32c(buf[s : s + n].tobytes()) for s, n in zip(start, length)]
+
+
+def test_a_flipped_byte_in_a_big_batch_is_its_crc_mismatch_alone():
+    from conftest import REAL
+
+    from parsers import segment
+
+    path = REAL / "crash-only" / "broker-1" / "tc-0" / "00000000000000000000.log"
+    data = bytearray(path.read_bytes())
+    sound = segment.parse(bytes(data), "x.log").table
+    positions, sizes = sound.column("position").to_pylist(), sound.column("size").to_pylist()
+    assert all(sound.column("crc_valid").to_pylist()) and min(sizes) > segment.BIG_CRC
+    flipped = positions[1::3]
+    for p, s in zip(positions[1::3], sizes[1::3]):
+        data[p + s - 5] ^= 0x40  # a byte of the last record
+    got = segment.parse(bytes(data), "x.log")
+    assert [p for p, ok in zip(positions, got.table.column("crc_valid").to_pylist()) if not ok] == flipped
+    assert [r["position"] for r in got.problems.to_pylist() if r["kind"] == "crc_mismatch"] == flipped

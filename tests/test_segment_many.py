@@ -6,10 +6,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from conftest import SHARED
 
 from parsers import segment
 
-FIXTURES = Path(__file__).resolve().parents[2] / "shared" / "fixtures"
+FIXTURES = SHARED / "fixtures"
 STOPS = {"torn_tail", "zero_filled_tail"}
 
 

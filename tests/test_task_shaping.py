@@ -4,17 +4,16 @@ own file's columns. No Spark: this is what a parse task does on an executor."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pyarrow as pa
 import pytest
+from conftest import SHARED
 
 from jobs.ingest.discover import discover_inputs
 from jobs.ingest.focus import Focus
 from jobs.ingest.pipeline import plan_tasks
 from jobs.ingest.tasks import Piece, conform, conform_all, file_pieces, parse_file, records_raw, run_task, shaped
 
-FIXTURES = Path(__file__).resolve().parents[2] / "shared" / "fixtures"
+FIXTURES = SHARED / "fixtures"
 INPUTS = {
     # segments of several partitions and internal topics (metadata records), indexes, checkpoints, snapshots, broker logs
     "real-cluster": [FIXTURES / "real-cluster" / "unclean-election-divergence-rejoined"],
