@@ -179,6 +179,8 @@ def parse_many(datas: list, paths: list[str], records: bool = False, payloads: b
     kept, pos_parts, size_parts = [], [], []
     for i in range(len(datas)):
         start, end = int(off[i]), int(off[i + 1])
+        if end - start > CHUNK_BYTES:  # (iter_parse reads it in several pieces)
+            continue
         n, _, code = K.scan(buf, start, end, end, out_pos.shape[0], out_pos, out_size)
         if code != K.STOP_END or (n and (buf[out_pos[:n] + MAGIC_OFFSET] < 2).any()):
             continue

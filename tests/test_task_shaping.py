@@ -102,3 +102,16 @@ def test_an_internal_topics_records_leave_their_payloads_unless_asked(tmp_path):
     for payloads in (False, True):
         recs = [p for p in file_pieces(meta, payloads) if isinstance(p, Piece) and p.name == "records"]
         assert recs and all(("key" in p.raw.column_names) == payloads for p in recs)
+
+
+def test_small_segments_read_together_still_wait_for_a_row_group(tmp_path, monkeypatch):
+    """A file's piece of a group read together is a slice of the group's table, whose buffers are
+    the whole group's: only a piece that is itself big ends a row group early."""
+    import jobs.ingest.tasks as tasks
+
+    monkeypatch.setattr(tasks, "PIECE_BYTES", 256 << 10)
+    files = [f for task in plan_tasks(discover_inputs([FIXTURES / "real-cluster" / "crash-only"], tmp_path).files, 64 << 20)
+             for f in task["files"]]
+    small = [f for f in files if tasks.groupable(f)]
+    assert len(small) > 10 and sum(f["size"] for f in small) > 3 * tasks.PIECE_BYTES
+    assert [name for name, _ in run_task(files)].count("records") == 1

@@ -72,6 +72,7 @@ def decode_internal(name: str, records: pa.Table, f: dict, failed: list | None =
 
 HASH_BLOCK = 32 << 20
 ROW_GROUP_ROWS = 65536  # pieces of one table are merged up to this many rows (one Parquet row group)
+PIECE_BYTES = 8 << 20  # ... or until a piece of this many bytes comes
 _MAX_TS_MS = 253_402_300_799_999  # 9999-12-31: beyond this a Spark timestamp overflows
 
 
@@ -388,13 +389,16 @@ def small_segment_pieces(files: list[dict], payloads: bool = False) -> list[list
         if piece is None:
             continue
         f = files[i]
-        items: list[Piece | dict] = [Piece("batches", piece.table, f, {"segment_base_offset": base_offset_from_name(f["path"]), "file_kind": f["kind"]})]
-        recs = piece.extra["records"]
-        if recs.num_rows:
-            items.append(Piece("records", records_raw(recs, piece.table), f, finish=records_final))
-        if piece.problems.num_rows:
-            items.append(Piece("problems", piece.problems, f))
-        items.append(files_row(f, hashlib.sha256(datas[i]).hexdigest()))
+        try:
+            items: list[Piece | dict] = [Piece("batches", piece.table, f, {"segment_base_offset": base_offset_from_name(f["path"]), "file_kind": f["kind"]})]
+            recs = piece.extra["records"]
+            if recs.num_rows:
+                items.append(Piece("records", records_raw(recs, piece.table), f, finish=records_final))
+            if piece.problems.num_rows:
+                items.append(Piece("problems", piece.problems, f))
+            items.append(files_row(f, hashlib.sha256(datas[i]).hexdigest()))
+        except Exception:  # a bug: file_pieces reads it again and names it
+            continue
         results[i] = items
     return results
 
@@ -506,7 +510,9 @@ def run_task(files: list[dict], payloads: bool = False, timing: dict | None = No
                 continue
             pending.setdefault(item.name, []).append(item)
             pending_rows[item.name] = pending_rows.get(item.name, 0) + rows
-            if pending_rows[item.name] >= ROW_GROUP_ROWS or item.raw.get_total_buffer_size() > (8 << 20):  # (nbytes: ~30 µs a call)
+            # (a piece of a group read together is a slice of the group's table: its buffers'
+            # size is the group's, its nbytes its own, which costs ~30 µs a call to count)
+            if pending_rows[item.name] >= ROW_GROUP_ROWS or (item.raw.get_total_buffer_size() > PIECE_BYTES and item.raw.nbytes > PIECE_BYTES):
                 yield from flush(item.name)
     for name in list(pending):
         yield from flush(name)
