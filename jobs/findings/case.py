@@ -168,9 +168,12 @@ class Case:
         """Every batch of every replica pair has its identical twin on the other replica (or no
         partition has two): nothing can differ record by record. Healthy replicas are the common
         case, and one query saying so spares the record-level comparison (two dozen Spark jobs
-        over nothing) to divergence and loss alike."""
+        over nothing) to divergence and loss alike. A count, not ``isEmpty``: a limit finds an
+        empty answer by reading the partitions in rounds, one Spark job each (four jobs of ~0.7 s
+        at 15,000 partition replicas); a count reads them all in one."""
         ua, ub = self.unmatched
-        return ua.select(*compare.PAIR).unionByName(ub.select(*compare.PAIR)).isEmpty()
+        both = ua.select(*compare.PAIR).unionByName(ub.select(*compare.PAIR))
+        return both.agg(F.count(F.lit(1)).alias("n")).first()["n"] == 0
 
     @once_property
     def diffs(self) -> DataFrame:
