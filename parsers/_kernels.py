@@ -526,7 +526,6 @@ def _type_cfunctions() -> None:
     global _CFUNCTIONS_TYPED
     if _CFUNCTIONS_TYPED:
         return
-    _CFUNCTIONS_TYPED = True
     import numba.experimental.function_type  # noqa: F401  (lets numba take _CFunction arguments)
     from numba.extending import typeof_impl
 
@@ -537,6 +536,8 @@ def _type_cfunctions() -> None:
         if val._type is None:
             val._type = types.FunctionType(val.signature())
         return val._type
+
+    _CFUNCTIONS_TYPED = True  # (only now: a thread seeing it sooner would find no typing yet)
 
 
 def _openssl_sha256():
@@ -647,11 +648,14 @@ _CRC32C_TRIED = False
 
 def crc32c_ranges(buf, start, length):
     """CRC-32C of each buf[start[i]:start[i]+length[i]] (int64 array), in hardware; None where
-    the hardware function is not there (the caller then uses the ``crc32c`` package per range)."""
+    the hardware function is not there (the caller then uses the ``crc32c`` package per range),
+    or ``buf`` is not one contiguous run of bytes (the function reads memory from its address)."""
     global _CRC32C_RANGES, _CRC32C_TRIED
+    if start.shape[0] == 0 or buf.dtype != np.uint8 or not buf.flags.c_contiguous:
+        return None
     if not _CRC32C_TRIED:
         _CRC32C_TRIED = True
         _CRC32C_RANGES = _hardware_crc32c()
-    if _CRC32C_RANGES is None or start.shape[0] == 0:
+    if _CRC32C_RANGES is None:
         return None
     return _CRC32C_RANGES(buf, start, length)

@@ -28,7 +28,7 @@ from pathlib import Path
 from jobs.ingest import archives
 from jobs.ingest.archives import text
 from jobs.ingest.focus import Focus
-from parsers.broker_log import node_from_name
+from parsers.broker_log import is_broker_log, node_from_name
 from parsers.common import FileBytes
 from parsers.files import KINDS, detect
 from parsers.meta_properties import parse as parse_meta
@@ -131,12 +131,13 @@ def _skipped(path: str, why: str, problems: list[dict]) -> None:
     problems.append({"path": text(path), "position": 0, "kind": "unreadable_file", "detail": f"skipped: {why}"})
 
 
-def _walk(top: Path) -> Iterator[tuple[Path, list[str], list[str], list[tuple[str, str]]]]:
+def _walk(top: Path, stats: dict[str, os.stat_result] | None = None) -> Iterator[tuple[Path, list[str], list[str], list[tuple[str, str]]]]:
     """Like ``os.walk(top)`` (top-down, sorted, prune ``dirs`` in place) but without recursion
     (3.11's recurses: a thousand nested folders would raise RecursionError) and never following
     or opening anything: yields (folder, sub-folders, regular files, [(name, why skipped)]) where
     the skipped are links, fifos, sockets, devices (opening a fifo blocks), names that are not
-    UTF-8 (Arrow and Spark cannot carry them) and folders that cannot be listed."""
+    UTF-8 (Arrow and Spark cannot carry them) and folders that cannot be listed. ``stats``: filled
+    with each regular file's ``lstat`` by name, for the folder just yielded (one stat a file)."""
     stack = [top]
     while stack:
         here = stack.pop()
@@ -163,6 +164,8 @@ def _walk(top: Path) -> Iterator[tuple[Path, list[str], list[str], list[tuple[st
                 dirs.append(e.name)
             elif stat.S_ISREG(st.st_mode):
                 files.append(e.name)
+                if stats is not None:
+                    stats[e.name] = st
             elif stat.S_ISLNK(st.st_mode):
                 try:
                     target = os.readlink(e.path)
@@ -172,6 +175,8 @@ def _walk(top: Path) -> Iterator[tuple[Path, list[str], list[str], list[tuple[st
             else:
                 odd.append((e.name, next((why for test, why in _SPECIAL if test(st.st_mode)), "not a regular file")))
         yield here, dirs, files, odd
+        if stats is not None:
+            stats.clear()
         stack.extend(here / d for d in reversed(dirs))
 
 
@@ -232,7 +237,8 @@ def _walk_files(ld: LogDir, broker: int, problems: list[dict]) -> list[FileEntry
     """The regular files of a log dir; what is skipped (see ``_walk``, plus files we may not read
     and folders named like a Kafka file) is one warning line and one problem row each."""
     out: list[FileEntry] = []
-    for here, dirnames, filenames, odd in _walk(ld.abs_path):
+    stats: dict[str, os.stat_result] = {}
+    for here, dirnames, filenames, odd in _walk(ld.abs_path, stats):
         sub = here.relative_to(ld.abs_path).as_posix()
         for name, why in odd:
             _skipped(_rel(ld.rel, sub, name), why, problems)
@@ -244,18 +250,15 @@ def _walk_files(ld: LogDir, broker: int, problems: list[dict]) -> list[FileEntry
             parsed = parse_partition_dir(sub.split("/", 1)[0])
             if parsed is not None:
                 topic, partition, state = parsed
+        folder = str(here)
         for name in sorted(filenames):
-            full = here / name
+            full = os.path.join(folder, name)
             rel = f"{ld.rel}/{name}" if sub == "." else f"{ld.rel}/{sub}/{name}"
-            try:
-                st = full.lstat()
-            except OSError as exc:
-                _skipped(rel, f"cannot be examined: {exc.strerror or exc}", problems)
-                continue
+            st = stats[name]  # (the walk's own lstat of it)
             if not os.access(full, os.R_OK):
                 _skipped(rel, "permission denied", problems)
                 continue
-            out.append(FileEntry(str(full), rel, broker, ld.rel, topic, partition, state, detect(name),
+            out.append(FileEntry(full, rel, broker, ld.rel, topic, partition, state, detect(name),
                                  st.st_size, int(st.st_mtime * 1000), ld.archive))
     return out
 
@@ -272,7 +275,7 @@ def _broker_logs(root: Root, log_dirs: list[LogDir], broker_of: dict[str, int]) 
     for here, dirnames, filenames, _odd in _walk(root.path):
         dirnames[:] = [d for d in dirnames if here / d not in inside]
         for name in filenames:
-            if detect(name) != "broker_log":
+            if not is_broker_log(name) or detect(name) != "broker_log":  # (the first, a regex, rules out most names)
                 continue
             full = here / name
             try:
