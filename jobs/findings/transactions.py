@@ -23,32 +23,40 @@ KINDS = {
 # Transaction timeout Kafka allows at most by default (transaction.max.timeout.ms): a transaction
 # open longer than this against the partition's newest data should have been aborted.
 TXN_MAX_TIMEOUT_MS = 15 * 60 * 1000
+PENDING_FIELDS = ("base_offset", "last_offset", "max_timestamp", "path", "position", "producer_epoch")
 
 
 def pending_transactions(batches: DataFrame, producer_states: DataFrame) -> list:
     """Per replica and producer id, the transactional data after the producer's last marker in that
     replica's log (``pending``: base/last offset, max timestamp, path, position, producer epoch), with
-    the partition's newest batch time and the open first offsets its producer snapshots hold."""
+    the partition's newest batch time and the open first offsets its producer snapshots hold.
+
+    Only pending batches reach the driver: each producer's last marker is a hash aggregate, and
+    the transactional batches past it a join. (Gathered into a list per producer, every batch of
+    an idempotent producer, the default since Kafka 3.0, went through Spark's interpreted object
+    aggregate, and every transactional batch to the driver.)"""
+    key = ["topic", "partition", "broker", "producer_id"]
     all_batches = live_segment_batches(batches)
     b = all_batches.where(F.col("producer_id") >= 0)
-    per = b.groupBy("topic", "partition", "broker", "producer_id").agg(
-        F.max(F.when(F.col("is_control"), F.col("base_offset"))).alias("last_marker"),
-        F.collect_list(F.when(F.col("is_transactional") & ~F.col("is_control"),
-                              F.struct("base_offset", "last_offset", "max_timestamp", "path", "position",
-                                       "producer_epoch"))).alias("data"),
-    )
+    last_marker = b.where(F.col("is_control")).groupBy(*key).agg(F.max("base_offset").alias("last_marker"))
+    data = b.where(F.col("is_transactional") & ~F.col("is_control")).select(
+        *key, *PENDING_FIELDS).join(last_marker, key, "left").where(
+        F.col("last_marker").isNull() | (F.col("base_offset") > F.col("last_marker")))
     newest = all_batches.groupBy("topic", "partition", "broker").agg(F.max("max_timestamp").alias("newest_ts"))
     ps = producer_states.where(F.col("current_txn_first_offset").isNotNull()).select(
         "topic", "partition", "broker", "producer_id", F.col("current_txn_first_offset").alias("open_first")
     ).groupBy("topic", "partition", "broker", "producer_id").agg(F.collect_set("open_first").alias("open_firsts"))
-    rows = per.join(newest, ["topic", "partition", "broker"]).join(ps, ["topic", "partition", "broker", "producer_id"], "left").collect()
-    out = []
+    rows = data.join(newest, ["topic", "partition", "broker"]).join(ps, key, "left").collect()
+    groups: dict[tuple, dict] = {}
     for r in rows:
-        pending = sorted((d for d in r["data"] if r["last_marker"] is None or d["base_offset"] > r["last_marker"]),
-                         key=lambda d: d["base_offset"])
-        if pending:
-            out.append({"topic": r["topic"], "partition": r["partition"], "broker": r["broker"], "producer_id": r["producer_id"],
-                        "pending": pending, "newest_ts": r["newest_ts"], "open_firsts": r["open_firsts"] or []})
+        g = groups.setdefault(tuple(r[k] for k in key), {
+            "topic": r["topic"], "partition": r["partition"], "broker": r["broker"], "producer_id": r["producer_id"],
+            "pending": [], "newest_ts": r["newest_ts"], "open_firsts": r["open_firsts"] or []})
+        g["pending"].append({f: r[f] for f in PENDING_FIELDS})
+    out = []
+    for g in groups.values():
+        g["pending"].sort(key=lambda d: d["base_offset"])
+        out.append(g)
     return out
 
 
