@@ -95,3 +95,29 @@ def test_discover_inputs_takes_every_layout_with_a_log_dir(tmp_path):
         if ids is not None:
             assert {b.broker for b in found.brokers} == ids, name
     assert any(f.kind == "broker_log" for f in discover_inputs(layouts["with broker logs and an empty folder"][0], tmp_path / "w").files)
+
+
+def test_a_file_gone_between_the_walk_and_its_listing_is_said_gone_not_unreadable(tmp_path, monkeypatch):
+    """The walk's own lstat is the file's: a file removed right after its folder was walked (a live
+    broker's retention) fails the read check, and is named for what happened to it."""
+    import jobs.ingest.discover as discover_module
+
+    ld = tmp_path / "broker-1"
+    (ld / "t-0").mkdir(parents=True)
+    (ld / "meta.properties").write_text("node.id=1\nversion=1\ncluster.id=abc\n")
+    (ld / "t-0" / "00000000000000000000.log").write_bytes(b"")
+    gone = ld / "t-0" / "00000000000000000000.index"
+    gone.write_bytes(b"")
+    walk = discover_module._walk
+
+    def walk_then_delete(top, stats=None):
+        for here, dirs, files, odd in walk(top, stats):
+            if gone.parent == here and gone.exists():
+                gone.unlink()
+            yield here, dirs, files, odd
+
+    monkeypatch.setattr(discover_module, "_walk", walk_then_delete)
+    found = discover([Root(ld, "")])
+    assert [f.path.rsplit("/", 1)[1] for f in found.files if "/t-0/" in f.path] == ["00000000000000000000.log"]
+    [problem] = [p for p in found.problems if p["path"].endswith(".index")]
+    assert "cannot be examined" in problem["detail"] and "No such file" in problem["detail"]

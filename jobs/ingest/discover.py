@@ -256,6 +256,11 @@ def _walk_files(ld: LogDir, broker: int, problems: list[dict]) -> list[FileEntry
             rel = f"{ld.rel}/{name}" if sub == "." else f"{ld.rel}/{sub}/{name}"
             st = stats[name]  # (the walk's own lstat of it)
             if not os.access(full, os.R_OK):
+                try:  # gone since the walk, or there and not ours to read
+                    os.lstat(full)
+                except OSError as exc:
+                    _skipped(rel, f"cannot be examined: {exc.strerror or exc}", problems)
+                    continue
                 _skipped(rel, "permission denied", problems)
                 continue
             out.append(FileEntry(full, rel, broker, ld.rel, topic, partition, state, detect(name),
