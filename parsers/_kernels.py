@@ -11,6 +11,8 @@ All multi-byte integers in Kafka's formats are big-endian; varints are zig-zag L
 
 from __future__ import annotations
 
+from functools import cache
+
 import numpy as np
 from numba import njit, types
 
@@ -540,6 +542,7 @@ def _type_cfunctions() -> None:
     _CFUNCTIONS_TYPED = True  # (only now: a thread seeing it sooner would find no typing yet)
 
 
+@cache  # (probed once a process)
 def _openssl_sha256():
     import ctypes
     import ctypes.util
@@ -577,20 +580,13 @@ def _openssl_sha256():
     return many
 
 
-_OPENSSL_MANY = None
-_OPENSSL_TRIED = False
-
-
 def sha256_many(buf, pos, length, out):
     """SHA-256 of each buf[pos[i]:pos[i]+length[i]] into out[i]; OpenSSL if available, else JIT."""
-    global _OPENSSL_MANY, _OPENSSL_TRIED
-    if not _OPENSSL_TRIED:
-        _OPENSSL_TRIED = True
-        _OPENSSL_MANY = _openssl_sha256()
-    if _OPENSSL_MANY is None or buf.shape[0] == 0:
+    many = _openssl_sha256()
+    if many is None or buf.shape[0] == 0:
         sha256_many_jit(buf, pos, length, out)
     else:
-        _OPENSSL_MANY(buf, pos.astype(np.int64), length.astype(np.int64), out, np.zeros(256, np.uint8))
+        many(buf, pos.astype(np.int64), length.astype(np.int64), out, np.zeros(256, np.uint8))
 
 
 # ---------------------------------------------------------------------------- CRC-32C in hardware
@@ -611,6 +607,7 @@ def _crc32c_hw(fn, buf, start, length, out):
         out[i] = fn(np.uint32(0xFFFFFFFF), base + np.uint64(start[i]), np.uint64(length[i])) ^ np.uint32(0xFFFFFFFF)
 
 
+@cache  # (probed once a process)
 def _hardware_crc32c():
     import ctypes
 
@@ -642,20 +639,11 @@ def _hardware_crc32c():
     return ranges if got.tolist() == want else None
 
 
-_CRC32C_RANGES = None
-_CRC32C_TRIED = False
-
-
 def crc32c_ranges(buf, start, length):
     """CRC-32C of each buf[start[i]:start[i]+length[i]] (int64 array), in hardware; None where
     the hardware function is not there (the caller then uses the ``crc32c`` package per range),
     or ``buf`` is not one contiguous run of bytes (the function reads memory from its address)."""
-    global _CRC32C_RANGES, _CRC32C_TRIED
     if start.shape[0] == 0 or buf.dtype != np.uint8 or not buf.flags.c_contiguous:
         return None
-    if not _CRC32C_TRIED:
-        _CRC32C_TRIED = True
-        _CRC32C_RANGES = _hardware_crc32c()
-    if _CRC32C_RANGES is None:
-        return None
-    return _CRC32C_RANGES(buf, start, length)
+    ranges = _hardware_crc32c()
+    return None if ranges is None else ranges(buf, start, length)

@@ -312,7 +312,7 @@ def _decode_chunk(buf, positions, sizes, records, payloads, problems, prev_last,
     if crcs is not None:  # one compiled loop (``_kernels.crc32c_ranges``); the rest, if any, below
         h[v2_big, H.COMPUTED_CRC] = crcs
         big = big[~is_v2[big]]
-    for i in big:  # few and large: the hardware CRC wins
+    for i in big:  # legacy messages, and every big batch where the compiled loop is not there
         p, s = int(positions[i]), int(sizes[i])
         if is_v2[i]:
             if s >= V2_HEADER_SIZE:

@@ -44,8 +44,7 @@ def pending_transactions(batches: DataFrame, producer_states: DataFrame) -> list
         F.col("last_marker").isNull() | (F.col("base_offset") > F.col("last_marker")))
     newest = all_batches.groupBy("topic", "partition", "broker").agg(F.max("max_timestamp").alias("newest_ts"))
     ps = producer_states.where(F.col("current_txn_first_offset").isNotNull()).select(
-        "topic", "partition", "broker", "producer_id", F.col("current_txn_first_offset").alias("open_first")
-    ).groupBy("topic", "partition", "broker", "producer_id").agg(F.collect_set("open_first").alias("open_firsts"))
+        *key, F.col("current_txn_first_offset").alias("open_first")).groupBy(*key).agg(F.collect_set("open_first").alias("open_firsts"))
     rows = data.join(newest, ["topic", "partition", "broker"]).join(ps, key, "left").collect()
     groups: dict[tuple, dict] = {}
     for r in rows:

@@ -234,6 +234,14 @@ def records_raw(records: pa.Table, batches: pa.Table) -> pa.Table:
     return records
 
 
+def segment_pieces(batches: pa.Table, records: pa.Table | None, f: dict, base: int | None) -> Iterator[Piece]:
+    """The ``batches`` and ``records`` pieces of one piece a segment parser read (``base``: the
+    segment's base offset, from its name), as a segment read alone or with others gives them."""
+    yield Piece("batches", batches, f, {"segment_base_offset": base, "file_kind": f["kind"]})
+    if records is not None and records.num_rows:
+        yield Piece("records", records_raw(records, batches), f, finish=records_final)
+
+
 def records_final(table: pa.Table) -> pa.Table:
     """``records_raw`` rows with Spark's Kafka-source timestamp columns: ``timestamp`` (null
     where the stored value is -1 or past what Spark holds), ``timestampType`` (0 create, 1 log
@@ -311,13 +319,11 @@ def file_pieces(f: dict, payloads: bool = False, spans: list[dict] | None = None
                 for piece in pieces:
                     if hasher is not None:
                         hasher.advance(HASH_BLOCK)
-                    yield Piece("batches", piece.table, f, {"segment_base_offset": base, "file_kind": kind})
                     recs = piece.extra.get("records")
-                    if recs is not None and recs.num_rows:
-                        kept = recs if payloads or internal is None else recs.drop_columns(["key", "value"])
-                        yield Piece("records", records_raw(kept, piece.table), f, finish=records_final)
-                        if internal is not None:
-                            yield from decode_internal(internal, recs, f, failed)
+                    kept = recs if recs is None or payloads or internal is None else recs.drop_columns(["key", "value"])
+                    yield from segment_pieces(piece.table, kept, f, base)
+                    if recs is not None and recs.num_rows and internal is not None:
+                        yield from decode_internal(internal, recs, f, failed)
                     if piece.problems.num_rows:
                         yield Piece("problems", piece.problems, f)
                 # a decoder that failed on a piece failed on the pieces of this span, which a whole
@@ -390,10 +396,7 @@ def small_segment_pieces(files: list[dict], payloads: bool = False) -> list[list
             continue
         f = files[i]
         try:
-            items: list[Piece | dict] = [Piece("batches", piece.table, f, {"segment_base_offset": base_offset_from_name(f["path"]), "file_kind": f["kind"]})]
-            recs = piece.extra["records"]
-            if recs.num_rows:
-                items.append(Piece("records", records_raw(recs, piece.table), f, finish=records_final))
+            items: list[Piece | dict] = [*segment_pieces(piece.table, piece.extra["records"], f, base_offset_from_name(f["path"]))]
             if piece.problems.num_rows:
                 items.append(Piece("problems", piece.problems, f))
             items.append(files_row(f, hashlib.sha256(datas[i]).hexdigest()))
