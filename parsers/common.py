@@ -193,6 +193,64 @@ class FileBytes:
         self.close()
 
 
+class FileStream:
+    """A whole file read a window at a time into one buffer, reused: how ``dump`` reads a segment.
+
+    Why: reading a file whole (``FileBytes``) costs a fresh page of memory for every 4 KiB of it,
+    faulted in and zeroed by the OS before the copy (0.11 s for 200 MiB here, against 0.03 s into
+    a reused buffer), and holds the whole file: a 1 GiB segment is a 1 GiB process. A window is
+    only valid until the next one is read; the segment reader copies out of it whatever it keeps.
+    The same checks as ``FileBytes``: read-only, a regular file, not shrunk while it is read.
+    """
+
+    def __init__(self, path: str | os.PathLike[str], listed_size: int | None = None):
+        import numpy as np
+
+        self.path = os.fspath(path)
+        self._fd, self.size = _open_listed(self.path, listed_size)
+        self._buf = np.empty(0, np.uint8)
+
+    def window(self, start: int, n: int):
+        """The file's bytes ``[start, start + n)`` (n at most what is left of it) as a uint8 array
+        in the reused buffer, which grows to the largest window asked for."""
+        import numpy as np
+
+        n = max(0, min(n, self.size - start))
+        if n > self._buf.shape[0]:
+            self._buf = np.empty(n, np.uint8)
+        self._read_into(memoryview(self._buf)[:n], start)
+        return self._buf[:n]
+
+    def from_position(self, start: int):
+        """An array of the file's size in which the bytes from ``start`` to the end are read (those
+        before are zeros the OS never commits): for whatever reads by the file's own positions
+        near its end, such as the reason a reading stopped early."""
+        import numpy as np
+
+        data = np.zeros(self.size, np.uint8)
+        self._read_into(memoryview(data)[start:], start)
+        return data
+
+    def _read_into(self, view: memoryview, start: int) -> None:
+        done = 0
+        while done < len(view):
+            got = os.preadv(self._fd, [view[done : done + _MAX_READ]], start + done)
+            if got <= 0:
+                raise FileChanged(f"shrank from {self.size} to {start + done} bytes while it was read (truncated by a live broker?)")
+            done += got
+
+    def close(self) -> None:
+        if self._fd >= 0:
+            os.close(self._fd)
+            self._fd = -1
+
+    def __enter__(self) -> FileStream:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
 class FileWindow(FileBytes):
     """Part of a file, ``[start, stop)`` and as far past ``stop`` as its reader asks, at the same
     positions as in the file: what one task reads of a segment split at batch boundaries.

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import pyarrow as pa
 
-from .common import FileBytes, Parsed
+from .common import FileBytes, FileStream, Parsed
 from .names import OFFSET_CHECKPOINT_KINDS, SEGMENT_SUFFIXES, detect_kind
 
 
@@ -78,11 +78,12 @@ def small_parser(kind: str) -> Callable[[bytes, str], Parsed]:
 
 def parse_path(path: str, kind: str, records: bool = False, payloads: bool = False) -> Iterator[Parsed]:
     """Parse one file (opened read-only) in pieces. OSError propagates: the caller names the file."""
+    if kind in SEGMENT_KINDS:  # a window at a time: a segment may be a GiB
+        with FileStream(path) as stream:
+            yield from module_for(kind).iter_parse_stream(stream, path, records=records, payloads=payloads)
+        return
     with FileBytes(path) as fb:
-        if kind in SEGMENT_KINDS:
-            yield from module_for(kind).iter_parse(fb.data, path, records=records, payloads=payloads)
-        else:
-            yield small_parser(kind)(fb.data, path)
+        yield small_parser(kind)(fb.data, path)
 
 
 # index kinds whose parser module has ``verify_against_batches`` (entries vs the segment's batches)

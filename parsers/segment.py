@@ -159,6 +159,65 @@ def iter_parse(
             return
 
 
+WINDOW_SLACK = 1 << 20  # a window's bytes past its chunk (Kafka's default max.message.bytes is ~1 MiB)
+
+
+def iter_parse_stream(stream, path: str, records: bool = False, payloads: bool = False, chunk_bytes: int = CHUNK_BYTES,
+                      headers: bool = False) -> Iterator[Parsed]:
+    """``iter_parse`` of a whole file read through a ``common.FileStream``: the same rows and
+    problems, in pieces of about ``chunk_bytes``, in the memory of one window of the file.
+
+    Each window starts at a batch boundary ``base`` and holds a chunk and ``WINDOW_SLACK`` more.
+    The batches that start in its chunk are hopped as ``iter_parse`` hops them, at positions in
+    the window (the file's less ``base``, added back before a piece leaves). The window's end is
+    not the file's: a batch it cuts short starts the next window, and one larger than a window
+    gets a window of its own size. Where reading stops before the file's end, the reason is read
+    at the file's own positions, from there to the end (``_stop_problem``)."""
+    size = stream.size
+    base, prev_last = 0, None
+    cap = MAX_BATCHES_PER_CHUNK
+    out_pos = np.empty(cap, np.int64)
+    out_size = np.empty(cap, np.int64)
+    chunk = max(chunk_bytes, 1)
+    want = chunk + WINDOW_SLACK
+    while True:
+        buf = stream.window(base, want)
+        end = buf.shape[0]
+        n, nxt, code = K.scan(buf, 0, end, chunk, cap, out_pos, out_size)
+        if base + end < size and code in (K.STOP_END, K.STOP_SHORT, K.STOP_PAST_EOF):  # the window's end, not the file's
+            if n == 0:  # a batch longer than the window: a window of its length (at most the rest of the file)
+                claimed = int(np.frombuffer(buf[8:12].tobytes(), ">i4")[0]) + LOG_OVERHEAD if end >= 12 else 0
+                want = max(2 * want, claimed)
+                continue
+            code = K.STOP_LIMIT
+        positions = out_pos[:n].copy()
+        sizes = out_size[:n].copy()
+        problems: list[Problem] = []
+        batches, recs, prev_last = _decode_chunk(buf, positions, sizes, records, payloads, problems, prev_last, headers)
+        if base:
+            batches, recs, problems = _moved(batches, recs, problems, base)
+        if code not in (K.STOP_LIMIT, K.STOP_END):
+            _stop_problem(stream.from_position(base + nxt), base + nxt, size, code, problems)
+        piece = Parsed(batches, problems_table(path, problems))
+        if records:
+            piece.extra["records"] = recs
+        yield piece
+        base += int(nxt)
+        if code != K.STOP_LIMIT or base >= size:
+            return
+        want = chunk + WINDOW_SLACK
+
+
+def _moved(batches: pa.Table, recs: pa.Table | None, problems: list[Problem], by: int):
+    """A piece read at positions ``by`` bytes before the file's own, at the file's positions."""
+    batches = batches.set_column(0, "position", pa.compute.add(batches.column(0), by))
+    if recs is not None:
+        recs = recs.set_column(0, "batch_position", pa.compute.add(recs.column(0), by))
+        at = recs.schema.get_field_index("position")
+        recs = recs.set_column(at, "position", pa.compute.add(recs.column(at), by))
+    return batches, recs, [Problem(pr.position + by, pr.kind, pr.detail) for pr in problems]
+
+
 def parse_many(datas: list, paths: list[str], records: bool = False, payloads: bool = False) -> list[Parsed | None]:
     """Several whole segments parsed in one vectorised pass: for each, the ``Parsed`` that
     ``iter_parse`` yields for it as its only piece, or None where the file must be read alone
