@@ -416,9 +416,12 @@ def stdout_closed() -> int:
 
 def main() -> None:
     if sys.argv[1:2] == ["dump"]:  # a process of its own: nothing after it needs pandas
+        from parsers.common import keep_freed_memory
+
         from .dump import without_pandas
 
         without_pandas()
+        keep_freed_memory()
     try:
         app()
     except BrokenPipeError:

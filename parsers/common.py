@@ -8,6 +8,7 @@ with the contract's finding vocabulary, so one damaged file never stops a whole 
 from __future__ import annotations
 
 import errno
+import functools
 import importlib
 import os
 import stat
@@ -191,6 +192,34 @@ class FileBytes:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+M_TRIM_THRESHOLD, M_MMAP_THRESHOLD = -1, -3  # glibc's mallopt parameters (malloc.h)
+KEPT_BLOCKS = 64 << 20  # blocks up to this size come from the heap, and are reused once freed
+KEPT_FREE = 256 << 20  # free memory the heap keeps at its top rather than give back
+
+
+@functools.cache
+def keep_freed_memory() -> bool:
+    """Have glibc's malloc keep what a parse frees for the next file or chunk, rather than give it
+    back to the OS; once per process (a dump, a Spark worker running parse tasks).
+
+    Why: every file or chunk allocates the same tens of MB again (the file's bytes, decoded
+    records, digests, Arrow buffers, formatted lines). By default glibc serves a block over its
+    mmap threshold (at most 32 MiB) with fresh pages and trims the top of its heap when they are
+    freed, so the OS faults in and zeroes those pages again for every file: measured on one parse
+    task's code over 64 MiB segments, 215,000 page faults and 0.6-1.0 s of system time against
+    67,000 and 0.3 s, 180 -> 238 MB/s. The price is a process that keeps up to ``KEPT_FREE`` of
+    free memory (a file over ``KEPT_BLOCKS`` is still mapped and unmapped whole). Off glibc (no
+    ``mallopt``, or one that refuses) nothing changes; returns whether it took."""
+    import ctypes
+
+    try:
+        mallopt = ctypes.CDLL(None).mallopt
+    except (OSError, AttributeError):
+        return False
+    mallopt.argtypes = [ctypes.c_int, ctypes.c_int]
+    return bool(mallopt(M_MMAP_THRESHOLD, KEPT_BLOCKS) and mallopt(M_TRIM_THRESHOLD, KEPT_FREE))
 
 
 class FileStream:
