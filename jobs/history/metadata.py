@@ -27,6 +27,8 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
+from jobs.store.spark import gc_frozen
+
 PARTITION_TYPES = ("TOPIC_RECORD", "PARTITION_RECORD", "PARTITION_CHANGE_RECORD", "REMOVE_TOPIC_RECORD")
 BROKER_TYPES = ("REGISTER_BROKER_RECORD", "UNREGISTER_BROKER_RECORD", "BROKER_REGISTRATION_CHANGE_RECORD",
                 "FENCE_BROKER_RECORD", "UNFENCE_BROKER_RECORD", "REGISTER_CONTROLLER_RECORD")
@@ -203,7 +205,7 @@ def _prev_cols(prev: dict | None) -> dict:
 def metadata_events(meta: DataFrame) -> DataFrame:
     """Per-partition events of the metadata log (``METADATA_EVENTS``), in metadata order."""
     recs = _records(meta, PARTITION_TYPES).where(F.col("topic_id").isNotNull())
-    return recs.groupBy("topic_id").applyInPandas(_replay, METADATA_EVENTS)
+    return recs.groupBy("topic_id").applyInPandas(gc_frozen(_replay), METADATA_EVENTS)
 
 
 BROKER_EVENTS = T.StructType([

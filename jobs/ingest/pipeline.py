@@ -32,7 +32,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import types as T
 
 from jobs.store.io import table_path, write_empty
-from jobs.store.spark import is_remote, parallelism
+from jobs.store.spark import gc_frozen, is_remote, parallelism
 from jobs.store.tables import ALL_TABLES, BROKERS, schema_of
 from parsers.headers import STOP_LIMIT
 
@@ -304,6 +304,7 @@ def _parse_write(task_list: str, tables_dir: str, payloads: bool, files_acc, byt
     tasks numbered in its batches (read from ``task_list``), write their tables' Parquet files
     there and then, hand back only counts (and where each span of a split segment ended)."""
 
+    @gc_frozen
     def run(batches):
         from pyspark import TaskContext
 
