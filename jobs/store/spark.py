@@ -313,8 +313,9 @@ def out_of_memory(exc: BaseException, local: bool = True) -> bool:
 
 
 def gc_frozen(fn):
-    """``fn`` (a Spark task's Python function: a ``mapInArrow`` or ``applyInPandas`` function)
-    with what its worker holds frozen out of garbage collection first (``gc.freeze``).
+    """``fn`` (a Spark task's Python function of one argument: a ``mapInArrow`` or
+    ``applyInPandas`` function) with what its worker holds frozen out of garbage collection first
+    (``gc.freeze``).
 
     Why: a reused Python worker runs a full ``gc.collect()`` after every task (``pyspark.daemon``)
     over every object it holds, numba's, pyarrow's and pandas' included: ~160,000 objects, 0.13-0.17 s
@@ -325,11 +326,11 @@ def gc_frozen(fn):
     import functools
 
     @functools.wraps(fn)
-    def run(*args, **kwargs):
+    def run(data):  # (one named argument, as pyspark checks: the batches, or the group)
         import gc
 
         gc.freeze()
-        return fn(*args, **kwargs)
+        return fn(data)
 
     return run
 
