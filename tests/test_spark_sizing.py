@@ -95,3 +95,16 @@ def test_column_expressions_make_no_call_site_round_trips(spark):
     finally:
         errors_utils._capture_call_site = real
     assert calls == []
+
+
+def test_a_small_session_never_stops_for_metaspace(spark):
+    """The JVM of a small collection starts with room for the metadata of Spark's classes (~60 MB
+    when an analysis has run), so loading them triggers no full GC ("Metadata GC Threshold"): the
+    option must reach the running JVM, not only the confs."""
+    jvm = spark.sparkContext._jvm
+    bean = jvm.java.lang.management.ManagementFactory.getPlatformMXBean(
+        jvm.java.lang.Class.forName("com.sun.management.HotSpotDiagnosticMXBean"))
+    assert int(bean.getVMOption("MetaspaceSize").getValue()) >= 128 << 20
+    used = sum(int(pool.getUsage().getUsed()) for pool in jvm.java.lang.management.ManagementFactory.getMemoryPoolMXBeans()
+               if pool.getName() == "Metaspace")
+    assert 0 < used < int(bean.getVMOption("MetaspaceSize").getValue())
