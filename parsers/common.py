@@ -250,22 +250,13 @@ class FileStream:
         self._read_into(memoryview(self._buf)[:n], start)
         return self._buf[:n]
 
-    def from_position(self, start: int):
-        """An array of the file's size in which the bytes from ``start`` to the end are read (those
-        before are zeros the OS never commits): for whatever reads by the file's own positions
-        near its end, such as the reason a reading stopped early."""
-        import numpy as np
-
-        data = np.zeros(self.size, np.uint8)
-        self._read_into(memoryview(data)[start:], start)
-        return data
-
     def _read_into(self, view: memoryview, start: int) -> None:
         done = 0
         while done < len(view):
             got = os.preadv(self._fd, [view[done : done + _MAX_READ]], start + done)
             if got <= 0:
-                raise FileChanged(f"shrank from {self.size} to {start + done} bytes while it was read (truncated by a live broker?)")
+                now = os.fstat(self._fd).st_size
+                raise FileChanged(f"shrank from {self.size} to {now} bytes while it was read (truncated by a live broker?)")
             done += got
 
     def close(self) -> None:

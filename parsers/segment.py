@@ -29,7 +29,16 @@ import pyarrow as pa
 from . import default_records, legacy_records
 from .codecs import CODEC_MASK, codec_name
 from .common import Parsed, Problem, lazy_module, problems_table
-from .headers import HEADER_COLUMNS, LOG_OVERHEAD, MAGIC_OFFSET, RECORD_OVERHEAD_V0, V2_ATTRIBUTES, V2_HEADER_SIZE, H
+from .headers import (
+    HEADER_COLUMNS,
+    HEADER_SIZE_UP_TO_MAGIC,
+    LOG_OVERHEAD,
+    MAGIC_OFFSET,
+    RECORD_OVERHEAD_V0,
+    V2_ATTRIBUTES,
+    V2_HEADER_SIZE,
+    H,
+)
 
 K = lazy_module("parsers._kernels")  # numba: loaded by the first parse, not by a schema lookup
 
@@ -159,20 +168,21 @@ def iter_parse(
             return
 
 
-WINDOW_SLACK = 1 << 20  # a window's bytes past its chunk (Kafka's default max.message.bytes is ~1 MiB)
+WINDOW_SLACK = (1 << 20) + LOG_OVERHEAD  # a window's bytes past its chunk: a batch of Kafka's default max.message.bytes
 
 
 def iter_parse_stream(stream, path: str, records: bool = False, payloads: bool = False, chunk_bytes: int = CHUNK_BYTES,
                       headers: bool = False) -> Iterator[Parsed]:
-    """``iter_parse`` of a whole file read through a ``common.FileStream``: the same rows and
-    problems, in pieces of about ``chunk_bytes``, in the memory of one window of the file.
+    """``iter_parse`` of a whole file read through a ``common.FileStream``: the same pieces, rows
+    and problems, in the memory of one window (a chunk and its last batch).
 
     Each window starts at a batch boundary ``base`` and holds a chunk and ``WINDOW_SLACK`` more.
     The batches that start in its chunk are hopped as ``iter_parse`` hops them, at positions in
-    the window (the file's less ``base``, added back before a piece leaves). The window's end is
-    not the file's: a batch it cuts short starts the next window, and one larger than a window
-    gets a window of its own size. Where reading stops before the file's end, the reason is read
-    at the file's own positions, from there to the end (``_stop_problem``)."""
+    the window (the file's less ``base``, added back before a piece leaves). Where the window's end,
+    not the file's, stops the hop inside the chunk, the window grows to the batch it cut (one that
+    would run past the file's end stops the reading there, as it does ``iter_parse``'s, and is not
+    read); past the chunk, the next window starts at that batch. Why the reading stopped before the
+    file's end is told from the few bytes it needs, read by the file's own positions (``_stop_facts``)."""
     size = stream.size
     base, prev_last = 0, None
     cap = MAX_BATCHES_PER_CHUNK
@@ -185,11 +195,17 @@ def iter_parse_stream(stream, path: str, records: bool = False, payloads: bool =
         end = buf.shape[0]
         n, nxt, code = K.scan(buf, 0, end, chunk, cap, out_pos, out_size)
         if base + end < size and code in (K.STOP_END, K.STOP_SHORT, K.STOP_PAST_EOF):  # the window's end, not the file's
-            if n == 0:  # a batch longer than the window: a window of its length (at most the rest of the file)
-                claimed = int(np.frombuffer(buf[8:12].tobytes(), ">i4")[0]) + LOG_OVERHEAD if end >= 12 else 0
-                want = max(2 * want, claimed)
+            if nxt >= chunk and base + nxt < size - HEADER_SIZE_UP_TO_MAGIC:
+                code = K.STOP_LIMIT  # (as the whole file's hop stops there: the next chunk starts at that batch)
+            elif code != K.STOP_PAST_EOF or nxt >= chunk:  # a header cut short, or the file's last bytes: a window past them
+                want = max(want, int(nxt) + V2_HEADER_SIZE)
                 continue
-            code = K.STOP_LIMIT
+            else:
+                claimed = LOG_OVERHEAD + int(np.frombuffer(buf[nxt + 8 : nxt + 12].tobytes(), ">i4")[0])
+                if nxt + claimed <= size - base:  # a batch of the file: a window that holds it whole
+                    want = int(nxt) + claimed
+                    continue
+                # (past the file's end too: the reading stops here, as on the whole file)
         positions = out_pos[:n].copy()
         sizes = out_size[:n].copy()
         problems: list[Problem] = []
@@ -197,7 +213,7 @@ def iter_parse_stream(stream, path: str, records: bool = False, payloads: bool =
         if base:
             batches, recs, problems = _moved(batches, recs, problems, base)
         if code not in (K.STOP_LIMIT, K.STOP_END):
-            _stop_problem(stream.from_position(base + nxt), base + nxt, size, code, problems)
+            _say_stop(*_stop_facts(stream, base + int(nxt), code, chunk + WINDOW_SLACK), base + int(nxt), size, code, problems)
         piece = Parsed(batches, problems_table(path, problems))
         if records:
             piece.extra["records"] = recs
@@ -206,6 +222,22 @@ def iter_parse_stream(stream, path: str, records: bool = False, payloads: bool =
         if code != K.STOP_LIMIT or base >= size:
             return
         want = chunk + WINDOW_SLACK
+
+
+def _stop_facts(stream, pos: int, stop: int, step: int) -> tuple[bool, int | None, str | None]:
+    """What ``_say_stop`` needs of a file read through ``stream`` that stops at ``pos``: whether
+    its bytes from there are all zeros (read ``step`` bytes at a time), the batch length at ``pos``,
+    and why its first bytes are no batch at all (only where it stops at 0)."""
+    size = stream.size
+    zeros, at = True, pos
+    while zeros and at < size:
+        zeros = not stream.window(at, step).any()
+        at += step
+    length = int(np.frombuffer(stream.window(pos + 8, 4).tobytes(), ">i4")[0]) if size - pos >= 12 else None
+    foreign = None
+    if pos == 0 and stop in (K.STOP_BAD_SIZE, K.STOP_PAST_EOF):
+        foreign = _impossible_first_header(stream.window(0, V2_HEADER_SIZE).copy(), size)
+    return zeros, length, foreign
 
 
 def _moved(batches: pa.Table, recs: pa.Table | None, problems: list[Problem], by: int):
@@ -285,14 +317,24 @@ def _stop_problem(buf: np.ndarray, pos: int, end: int, stop: int, problems: list
     """Say why reading stopped before the end of the file, the way Kafka would have stopped."""
     if stop == K.STOP_END:
         return
+    zeros = not buf[pos:end].any()
+    length = int(np.frombuffer(buf[pos + 8 : pos + 12].tobytes(), ">i4")[0]) if end - pos >= 12 else None
+    foreign = _impossible_first_header(buf, end) if pos == 0 and stop in (K.STOP_BAD_SIZE, K.STOP_PAST_EOF) else None
+    _say_stop(zeros, length, foreign, pos, end, stop, problems)
+
+
+def _say_stop(zeros: bool, size: int | None, foreign: str | None, pos: int, end: int, stop: int, problems: list[Problem]) -> None:
+    """The problem of a reading that stopped at ``pos`` of a file of ``end`` bytes, from what the
+    bytes there say: ``zeros`` (all of them from ``pos`` on), ``size`` (the batch length at ``pos``,
+    None within 12 bytes of the end), ``foreign`` (``_impossible_first_header``, at 0 only)."""
+    if stop == K.STOP_END:
+        return
     rest = end - pos
-    if not buf[pos:end].any():
+    if zeros:
         problems.append(
             Problem(pos, "zero_filled_tail", f"{rest} zero bytes from position {pos} to the end of the file ({end})")
         )
         return
-    size = int(np.frombuffer(buf[pos + 8 : pos + 12].tobytes(), ">i4")[0]) if rest >= 12 else None
-    foreign = _impossible_first_header(buf, end) if pos == 0 and stop in (K.STOP_BAD_SIZE, K.STOP_PAST_EOF) else None
     if foreign is not None and stop == K.STOP_PAST_EOF:
         problems.append(
             Problem(

@@ -25,6 +25,14 @@ def _inputs() -> list[Path]:
     return sorted(p for p in found if p.stat().st_size < (4 << 20))
 
 
+def _same_pieces(expected: list, got: list, records: bool, path) -> None:
+    """Piece by piece: ``dump`` prints a piece's problems after its rows, so where a piece ends shows."""
+    assert len(expected) == len(got), path
+    for want, have in zip(expected, got):
+        assert want.table.equals(have.table) and want.problems.equals(have.problems), path
+        assert not records or want.extra["records"].equals(have.extra["records"]), path
+
+
 def _whole(parts: list, records: bool) -> tuple[pa.Table, pa.Table, pa.Table | None]:
     batches = pa.concat_tables([p.table for p in parts])
     problems = pa.concat_tables([p.problems for p in parts])
@@ -42,12 +50,11 @@ def test_windows_read_as_the_whole_file(records, payloads, chunk, slack, monkeyp
     damaged = 0
     for path in paths:
         data = FileBytes(path).data
-        expected = _whole(list(segment.iter_parse(data, str(path), records=records, payloads=payloads, chunk_bytes=chunk)), records)
+        expected = list(segment.iter_parse(data, str(path), records=records, payloads=payloads, chunk_bytes=chunk))
         with FileStream(path) as stream:
-            got = _whole(list(segment.iter_parse_stream(stream, str(path), records=records, payloads=payloads, chunk_bytes=chunk)), records)
-        damaged += expected[1].num_rows > 0
-        for want, have in zip(expected, got):
-            assert want is None or want.equals(have), path
+            got = list(segment.iter_parse_stream(stream, str(path), records=records, payloads=payloads, chunk_bytes=chunk))
+        damaged += _whole(expected, records)[1].num_rows > 0
+        _same_pieces(expected, got, records, path)
     assert len(paths) > 40 and damaged >= 8
 
 
@@ -98,11 +105,12 @@ def test_dump_reads_segments_through_windows(tmp_path, monkeypatch):
 
 def test_a_file_that_shrinks_while_read_is_named(tmp_path):
     path = _big_segment(tmp_path)
+    size = path.stat().st_size
     with FileStream(path) as stream:
         reader = segment.iter_parse_stream(stream, str(path), chunk_bytes=64 << 10)
         next(reader)
-        os.truncate(path, 100 << 10)
-        with pytest.raises(FileChanged, match="shrank"):
+        os.truncate(path, 0)  # (below the window being read, not inside it)
+        with pytest.raises(FileChanged, match=f"shrank from {size} to 0 bytes"):
             list(reader)
 
 
@@ -115,9 +123,9 @@ def _damage(data: bytes, how: str) -> bytes:
     if how == "torn":
         return data[: batch + 30]
     if how == "zeros":
-        return data + bytes(300_000)
+        return data + bytes(3 << 20)
     if how == "past_eof":  # a batch length pointing past the end of the file
-        return data[: batch + 8] + (1 << 30).to_bytes(4, "big") + data[batch + 12 :]
+        return data[: batch + 8] + (2**31 - 1).to_bytes(4, "big") + data[batch + 12 :]
     if how == "bad_size":
         return data[: batch + 8] + (3).to_bytes(4, "big") + data[batch + 12 :]
     if how == "crc":
@@ -131,9 +139,37 @@ def test_damage_past_the_first_windows(tmp_path, how):
     path = tmp_path / "damaged" / "00000000000000000000.log"
     path.parent.mkdir()
     path.write_bytes(data)
-    expected = _whole(list(segment.iter_parse(data, str(path), records=True, chunk_bytes=64 << 10)), True)
+    chunk = 64 << 10
+    expected = list(segment.iter_parse(data, str(path), records=True, chunk_bytes=chunk))
     with FileStream(path) as stream:
-        got = _whole(list(segment.iter_parse_stream(stream, str(path), records=True, chunk_bytes=64 << 10)), True)
-    assert expected[1].num_rows >= 1
-    for want, have in zip(expected, got):
-        assert want.equals(have)
+        got = list(segment.iter_parse_stream(stream, str(path), records=True, chunk_bytes=chunk))
+        held = stream._buf.nbytes
+    assert _whole(expected, True)[1].num_rows >= 1
+    _same_pieces(expected, got, True, path)
+    assert held <= chunk + segment.WINDOW_SLACK  # a damaged length, a zero tail: never the rest of the file
+
+
+def test_a_batch_the_window_cuts_inside_its_chunk_is_read_whole(tmp_path):
+    """A batch longer than the window's slack, starting near the end of a chunk: the window grows
+    to it, so the pieces are ``iter_parse``'s (the chunk ends after that batch, not before it)."""
+    from sample_data.writer import bulk
+
+    small = tmp_path / "small"
+    big = tmp_path / "big"
+    tail = tmp_path / "tail"
+    a = bulk.write_segment_file(small, bulk.make_templates("none", 10, 100, 12, 3, seed=1), target_bytes=60_000)
+    huge = bulk.template_from_records([bulk.Record(b"key", bytes(range(256)) * 6000, 0)])  # a 1.5 MB record
+    b = bulk.write_segment_file(big, [huge], max_batches=1, base_offset=a.records)
+    bulk.write_segment_file(tail, bulk.make_templates("none", 10, 100, 12, 3, seed=3), target_bytes=200_000,
+                            base_offset=a.records + b.records)
+    path = tmp_path / "00000000000000000000.log"
+    data = small.read_bytes() + big.read_bytes() + tail.read_bytes()
+    flip = len(data) - 5000  # a CRC mismatch after the big batch: its line's place shows where pieces end
+    path.write_bytes(data[:flip] + bytes([data[flip] ^ 1]) + data[flip + 1 :])
+    chunk = 64 << 10
+    assert a.size < chunk < a.size + b.size and b.size > segment.WINDOW_SLACK
+    expected = list(segment.iter_parse(path.read_bytes(), str(path), records=True, chunk_bytes=chunk))
+    with FileStream(path) as stream:
+        got = list(segment.iter_parse_stream(stream, str(path), records=True, chunk_bytes=chunk))
+    _same_pieces(expected, got, True, path)
+    assert _whole(got, True)[1].num_rows >= 1
