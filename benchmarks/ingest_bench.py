@@ -148,10 +148,12 @@ def per_record(src: Path, segments: int = 4) -> tuple[int, dict[str, float]]:
 
     from jobs.ingest.task_writer import write_task
     from jobs.ingest.tasks import run_task
+    from parsers.common import keep_freed_memory
 
     work = Path(tempfile.mkdtemp(prefix="kf-ingest-steps-"))
     try:
         tasks = segment_tasks(src, work, segments + 1)
+        keep_freed_memory()  # (as a Spark worker's parse task does)
         write_task(str(work / "warm"), 0, 0, run_task(tasks[0]["files"]))
         prof = cProfile.Profile()
         prof.enable()
@@ -180,10 +182,12 @@ def plain(src: Path, index: int, of: int) -> None:
     """Child of ``ceiling``: every ``of``-th segment task from ``index``, timed after a warm-up; prints MB/s."""
     from jobs.ingest.task_writer import write_task
     from jobs.ingest.tasks import run_task
+    from parsers.common import keep_freed_memory
 
     work = Path(tempfile.mkdtemp(prefix="kf-ingest-plain-"))
     try:
         tasks = segment_tasks(src, work, 8)
+        keep_freed_memory()  # (as a Spark worker's parse task does)
         write_task(str(work / "warm"), 0, 0, run_task(tasks[-1]["files"]))
         mine = tasks[index::of] if of > 1 else tasks[:4]
         t0 = time.perf_counter()

@@ -196,22 +196,27 @@ class FileBytes:
 
 M_TRIM_THRESHOLD, M_MMAP_THRESHOLD = -1, -3  # glibc's mallopt parameters (malloc.h)
 KEPT_BLOCKS = 64 << 20  # blocks up to this size come from the heap, and are reused once freed
-KEPT_FREE = 256 << 20  # free memory the heap keeps at its top rather than give back
+KEPT_FREE = 256 << 20  # free memory at the heap's top kept rather than given back at once
 
 
 @functools.cache
 def keep_freed_memory() -> bool:
     """Have glibc's malloc keep what a parse frees for the next file or chunk, rather than give it
-    back to the OS; once per process (a dump, a Spark worker running parse tasks).
+    back to the OS; once per process (a dump; a Spark worker, at its first parse task).
 
     Why: every file or chunk allocates the same tens of MB again (the file's bytes, decoded
     records, digests, Arrow buffers, formatted lines). By default glibc serves a block over its
     mmap threshold (at most 32 MiB) with fresh pages and trims the top of its heap when they are
     freed, so the OS faults in and zeroes those pages again for every file: measured on one parse
     task's code over 64 MiB segments, 215,000 page faults and 0.6-1.0 s of system time against
-    67,000 and 0.3 s, 180 -> 238 MB/s. The price is a process that keeps up to ``KEPT_FREE`` of
-    free memory (a file over ``KEPT_BLOCKS`` is still mapped and unmapped whole). Off glibc (no
-    ``mallopt``, or one that refuses) nothing changes; returns whether it took."""
+    67,000 and 0.3 s, 180 -> 238 MB/s; most of it is reuse from one task to the next (a task is a
+    segment or a few): handing the memory back at each task's end (``malloc_trim``) lost it again,
+    175-186 MB/s. The price: a process keeps the peak of what it allocated in blocks up to
+    ``KEPT_BLOCKS`` (a block still in use above freed ones pins them, whatever ``KEPT_FREE`` says),
+    never more than one file's or task's working set at once, which it needed anyway; a file over
+    ``KEPT_BLOCKS`` is still mapped and unmapped whole. Only for processes that parse (dump; the
+    Spark workers' parse tasks, not the driver). Off glibc (no ``mallopt``, or one that refuses)
+    nothing changes; returns whether it took."""
     import ctypes
 
     try:
@@ -219,7 +224,10 @@ def keep_freed_memory() -> bool:
     except (OSError, AttributeError):
         return False
     mallopt.argtypes = [ctypes.c_int, ctypes.c_int]
-    return bool(mallopt(M_MMAP_THRESHOLD, KEPT_BLOCKS) and mallopt(M_TRIM_THRESHOLD, KEPT_FREE))
+    took = bool(mallopt(M_MMAP_THRESHOLD, KEPT_BLOCKS))
+    if took:
+        mallopt(M_TRIM_THRESHOLD, KEPT_FREE)
+    return took
 
 
 class FileStream:

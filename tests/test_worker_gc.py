@@ -50,3 +50,31 @@ def test_a_frozen_group_function_is_still_one_pyspark_accepts(spark):
 
     rows = spark.range(6).groupBy((F.col("id") % 2).alias("k")).applyInPandas(gc_frozen(halve), "id long").collect()
     assert sorted(r.id for r in rows) == [0, 0, 1, 1, 2, 2]
+
+
+def test_a_task_freezes_once_not_at_every_group():
+    """pyspark calls a grouped function once per group (the metadata replay: once per topic): a
+    freeze before each would make every group's leftover reference cycles immortal."""
+    import gc
+    import weakref
+
+    class Node:
+        pass
+
+    left: list[weakref.ref] = []
+
+    def group(data):
+        a, b = Node(), Node()
+        a.other, b.other = b, a  # a cycle only the collector frees
+        left.append(weakref.ref(a))
+        return data
+
+    run = gc_frozen(group)  # one task's function (unpickled afresh for every task)
+    try:
+        for i in range(50):
+            run(i)
+        gc.collect()
+        alive = sum(ref() is not None for ref in left)
+    finally:
+        gc.unfreeze()
+    assert alive == 0

@@ -311,9 +311,11 @@ def _parse_write(task_list: str, tables_dir: str, payloads: bool, files_acc, byt
         from jobs.ingest.pipeline import read_task, task_results
         from jobs.ingest.task_writer import write_task
         from jobs.ingest.tasks import run_task
+        from parsers.common import keep_freed_memory
 
         context = TaskContext.get()
         attempt = context.attemptNumber() if context is not None else 0
+        keep_freed_memory()  # (this worker's memory reused from file to file, task to task)
         for batch in batches:
             for number in batch.column(0).to_pylist():
                 task = read_task(task_list, number)

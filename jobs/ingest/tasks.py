@@ -24,7 +24,7 @@ import pyarrow.compute as pc
 
 from jobs.ingest.focus import Focus
 from jobs.store.tables import COMMON, EXTRA_TABLE, INTERNAL_TOPIC_TABLE, KIND_TABLE, TS, schema_of
-from parsers.common import FileBytes, FileWindow, keep_freed_memory, problems_table
+from parsers.common import FileBytes, FileWindow, problems_table
 from parsers.files import KINDS, SEGMENT_KINDS, module_for, small_parser
 from parsers.names import base_offset_from_name
 from parsers.segment import Span
@@ -462,7 +462,6 @@ def run_task(files: list[dict], payloads: bool = False, timing: dict | None = No
     shaping (not writing), for the benchmark. ``focus``: rows naming a partition outside it (a
     checkpoint entry, a metadata record...) are dropped. ``spans``: where the reading of each
     span of a split segment ended (``file_pieces``)."""
-    keep_freed_memory()
     if timing is None:
         timing = {}
     timing.setdefault("parse", 0.0)

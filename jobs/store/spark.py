@@ -316,23 +316,30 @@ def out_of_memory(exc: BaseException, local: bool = True) -> bool:
 
 
 def gc_frozen(fn):
-    """``fn`` (a Spark task's Python function of one argument: a ``mapInArrow`` or
-    ``applyInPandas`` function) with what its worker holds frozen out of garbage collection first
-    (``gc.freeze``).
+    """``fn`` (a Spark task's Python function of one argument: a ``mapInArrow`` function, or an
+    ``applyInPandas`` one of a group alone, not ``(key, group)``) with what its worker holds frozen
+    out of garbage collection when the task starts (``gc.freeze``).
 
     Why: a reused Python worker runs a full ``gc.collect()`` after every task (``pyspark.daemon``)
     over every object it holds, numba's, pyarrow's and pandas' included: ~160,000 objects, 0.13-0.17 s
     a task here, a third of the task that parses a 64 MiB segment. What lives when a task starts
     was there before it (that collect has just run), so it is frozen; the collect then only looks
-    at what the task made. (A frozen object that later ends in a reference cycle is not freed: only
-    the task's own pyspark objects can, a few KB a task.)"""
+    at what the task made. Once a task: pyspark calls a grouped function once per group, and a
+    freeze between groups would make the last group's reference cycles immortal (~10 KB a topic
+    of the metadata replay). The wrapper is unpickled afresh for every task, so its flag is the
+    task's. (A frozen object that later ends in a cycle is not freed: pyspark's own objects of the
+    task, a few hundred bytes.)"""
     import functools
+
+    frozen: list[bool] = []
 
     @functools.wraps(fn)
     def run(data):  # (one named argument, as pyspark checks: the batches, or the group)
-        import gc
+        if not frozen:
+            import gc
 
-        gc.freeze()
+            gc.freeze()
+            frozen.append(True)
         return fn(data)
 
     return run
