@@ -174,7 +174,8 @@ WINDOW_SLACK = (1 << 20) + LOG_OVERHEAD  # a window's bytes past its chunk: a ba
 def iter_parse_stream(stream, path: str, records: bool = False, payloads: bool = False, chunk_bytes: int = CHUNK_BYTES,
                       headers: bool = False) -> Iterator[Parsed]:
     """``iter_parse`` of a whole file read through a ``common.FileStream``: the same pieces, rows
-    and problems, in the memory of one window (a chunk and its last batch).
+    and problems, in the memory of one window: a chunk and its last batch (a damaged length that
+    still fits in the file makes that batch the rest of the file, as ``iter_parse`` reads it too).
 
     Each window starts at a batch boundary ``base`` and holds a chunk and ``WINDOW_SLACK`` more.
     The batches that start in its chunk are hopped as ``iter_parse`` hops them, at positions in
@@ -182,7 +183,8 @@ def iter_parse_stream(stream, path: str, records: bool = False, payloads: bool =
     not the file's, stops the hop inside the chunk, the window grows to the batch it cut (one that
     would run past the file's end stops the reading there, as it does ``iter_parse``'s, and is not
     read); past the chunk, the next window starts at that batch. Why the reading stopped before the
-    file's end is told from the few bytes it needs, read by the file's own positions (``_stop_facts``)."""
+    file's end is told from the bytes there, at the file's own positions: a batch header, and the
+    rest of the file a window at a time for whether it is all zeros (``_stop_facts``)."""
     size = stream.size
     base, prev_last = 0, None
     cap = MAX_BATCHES_PER_CHUNK
