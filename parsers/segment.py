@@ -35,6 +35,7 @@ from .headers import (
     LOG_OVERHEAD,
     MAGIC_OFFSET,
     RECORD_OVERHEAD_V0,
+    SIZE_OFFSET,
     V2_ATTRIBUTES,
     V2_HEADER_SIZE,
     H,
@@ -203,7 +204,7 @@ def iter_parse_stream(stream, path: str, records: bool = False, payloads: bool =
                 want = max(want, int(nxt) + V2_HEADER_SIZE)
                 continue
             else:
-                claimed = LOG_OVERHEAD + int(np.frombuffer(buf[nxt + 8 : nxt + 12].tobytes(), ">i4")[0])
+                claimed = LOG_OVERHEAD + _length_at(buf, nxt)
                 if nxt + claimed <= size - base:  # a batch of the file: a window that holds it whole
                     want = int(nxt) + claimed
                     continue
@@ -235,7 +236,7 @@ def _stop_facts(stream, pos: int, stop: int, step: int) -> tuple[bool, int | Non
     while zeros and at < size:
         zeros = not stream.window(at, step).any()
         at += step
-    length = int(np.frombuffer(stream.window(pos + 8, 4).tobytes(), ">i4")[0]) if size - pos >= 12 else None
+    length = _length_at(stream.window(pos, LOG_OVERHEAD), 0) if size - pos >= LOG_OVERHEAD else None
     foreign = None
     if pos == 0 and stop in (K.STOP_BAD_SIZE, K.STOP_PAST_EOF):
         foreign = _impossible_first_header(stream.window(0, V2_HEADER_SIZE).copy(), size)
@@ -320,17 +321,20 @@ def _stop_problem(buf: np.ndarray, pos: int, end: int, stop: int, problems: list
     if stop == K.STOP_END:
         return
     zeros = not buf[pos:end].any()
-    length = int(np.frombuffer(buf[pos + 8 : pos + 12].tobytes(), ">i4")[0]) if end - pos >= 12 else None
+    length = _length_at(buf, pos) if end - pos >= LOG_OVERHEAD else None
     foreign = _impossible_first_header(buf, end) if pos == 0 and stop in (K.STOP_BAD_SIZE, K.STOP_PAST_EOF) else None
     _say_stop(zeros, length, foreign, pos, end, stop, problems)
+
+
+def _length_at(buf: np.ndarray, pos: int) -> int:
+    """The length field of the log entry at ``pos`` (big-endian int32, as ``FileLogInputStream`` reads it)."""
+    return int(np.frombuffer(buf[pos + SIZE_OFFSET : pos + SIZE_OFFSET + 4].tobytes(), ">i4")[0])
 
 
 def _say_stop(zeros: bool, size: int | None, foreign: str | None, pos: int, end: int, stop: int, problems: list[Problem]) -> None:
     """The problem of a reading that stopped at ``pos`` of a file of ``end`` bytes, from what the
     bytes there say: ``zeros`` (all of them from ``pos`` on), ``size`` (the batch length at ``pos``,
     None within 12 bytes of the end), ``foreign`` (``_impossible_first_header``, at 0 only)."""
-    if stop == K.STOP_END:
-        return
     rest = end - pos
     if zeros:
         problems.append(
