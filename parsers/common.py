@@ -135,6 +135,23 @@ def _pread_all(fd: int, size: int) -> bytes:
     return parts[0] if len(parts) == 1 else b"".join(parts)
 
 
+def _read_into(fd: int, view: memoryview, start: int, listed: int) -> None:
+    """Fill ``view`` with the bytes of ``fd`` from position ``start``, in as few reads as the OS
+    allows; ``FileChanged`` where the file (``listed`` bytes when listed) now ends sooner."""
+    done = 0
+    while done < len(view):
+        got = os.preadv(fd, [view[done : done + _MAX_READ]], start + done)
+        if got <= 0:
+            raise _shrank(fd, listed)
+        done += got
+
+
+def _shrank(fd: int, listed: int) -> FileChanged:
+    """What a read that came back short says: the size the file has now (from the descriptor
+    read), not how far the read got."""
+    return FileChanged(f"shrank from {listed} to {os.fstat(fd).st_size} bytes while it was read (truncated by a live broker?)")
+
+
 def _open_listed(path: str, listed_size: int | None) -> tuple[int, int]:
     """An O_RDONLY | O_NONBLOCK descriptor of ``path`` and how many bytes of it to read (its listed
     size, or its size now), after checking that it is still a regular file no smaller than listed
@@ -255,17 +272,8 @@ class FileStream:
         n = max(0, min(n, self.size - start))
         if n > self._buf.shape[0]:
             self._buf = np.empty(n, np.uint8)
-        self._read_into(memoryview(self._buf)[:n], start)
+        _read_into(self._fd, memoryview(self._buf)[:n], start, self.size)
         return self._buf[:n]
-
-    def _read_into(self, view: memoryview, start: int) -> None:
-        done = 0
-        while done < len(view):
-            got = os.preadv(self._fd, [view[done : done + _MAX_READ]], start + done)
-            if got <= 0:
-                now = os.fstat(self._fd).st_size
-                raise FileChanged(f"shrank from {self.size} to {now} bytes while it was read (truncated by a live broker?)")
-            done += got
 
     def close(self) -> None:
         if self._fd >= 0:
@@ -308,12 +316,9 @@ class FileWindow(FileBytes):
     def ensure(self, upto: int) -> None:
         """Read the file up to position ``upto`` (at most its listed size), if not read yet."""
         upto = min(upto, self.size)
-        view = memoryview(self.data)
-        while self._hi < upto:
-            n = os.preadv(self._fd, [view[self._hi:min(upto, self._hi + _MAX_READ)]], self._hi)
-            if n <= 0:
-                raise FileChanged(f"shrank from {self.size} to {self._hi} bytes while it was read (truncated by a live broker?)")
-            self._hi += n
+        if self._hi < upto:
+            _read_into(self._fd, memoryview(self.data)[self._hi : upto], self._hi, self.size)
+            self._hi = upto
 
     def sha256(self, block: int = 32 << 20) -> str:
         """SHA-256 of the whole file as listed, read through this window's own descriptor (the
@@ -325,7 +330,7 @@ class FileWindow(FileBytes):
         while done < self.size:
             part = os.pread(self._fd, min(block, self.size - done), done)
             if not part:
-                raise FileChanged(f"shrank from {self.size} to {done} bytes while it was read (truncated by a live broker?)")
+                raise _shrank(self._fd, self.size)
             sha.update(part)
             done += len(part)
         return sha.hexdigest()

@@ -260,3 +260,21 @@ def test_analyze_a_live_broker(spark, live_broker, tmp_path, capsys):
         lines = p.read_text(errors="replace").splitlines()
         errors += ["\n".join(lines[i:i + 8]) for i, line in enumerate(lines) if " ERROR " in line]  # with its trace
     assert not errors, "\n".join(errors[:3])
+
+
+def test_a_window_of_a_file_cut_while_read_names_its_size_now(tmp_path):
+    """A split segment's window (``FileWindow``) read further after the file was cut below what
+    it had read: the message names the file's size now, not how far the reading had got."""
+    from parsers.common import FileChanged, FileWindow
+
+    path = tmp_path / "00000000000000000000.log"
+    path.write_bytes(bytes(range(256)) * 4096)  # 1 MiB
+    window = FileWindow(path, 1 << 20, 0, 512 << 10)
+    try:
+        os.truncate(path, 0)
+        with pytest.raises(FileChanged, match=f"shrank from {1 << 20} to 0 bytes"):
+            window.ensure(1 << 20)
+        with pytest.raises(FileChanged, match=f"shrank from {1 << 20} to 0 bytes"):
+            window.sha256()
+    finally:
+        window.close()
