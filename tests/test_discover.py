@@ -121,3 +121,20 @@ def test_a_file_gone_between_the_walk_and_its_listing_is_said_gone_not_unreadabl
     assert [f.path.rsplit("/", 1)[1] for f in found.files if "/t-0/" in f.path] == ["00000000000000000000.log"]
     [problem] = [p for p in found.problems if p["path"].endswith(".index")]
     assert "cannot be examined" in problem["detail"] and "No such file" in problem["detail"]
+
+
+def test_a_log_dir_given_alone_lists_its_broker_logs_once(tmp_path):
+    """A broker's server.log kept in its log dir (or in a partition folder) is one of the log
+    dir's files; given the log dir itself as the input, it was listed a second time by the walk
+    for logs outside log dirs, under another name (``t-0/server.log`` beside
+    ``broker-5/t-0/server.log``): the same lines read twice."""
+    ld = tmp_path / "broker-5"
+    (ld / "t-0").mkdir(parents=True)
+    (ld / "meta.properties").write_text("version=1\nnode.id=5\ncluster.id=C\n")
+    (ld / "t-0" / "00000000000000000000.log").write_bytes(b"")
+    line = "[2024-01-01 00:00:00,000] INFO started (kafka.server.KafkaServer)\n"
+    (ld / "server.log").write_text(line)
+    (ld / "t-0" / "server.log").write_text(line)
+    for root in (Root(ld, ""), Root(tmp_path, "")):
+        logs = sorted(f.abs_path for f in discover([root]).files if f.kind == "broker_log")
+        assert logs == [str(ld / "server.log"), str(ld / "t-0" / "server.log")]

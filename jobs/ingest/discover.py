@@ -278,6 +278,9 @@ def _broker_logs(root: Root, log_dirs: list[LogDir], broker_of: dict[str, int]) 
     inside = {ld.abs_path for ld in log_dirs}
     out: list[FileEntry] = []
     for here, dirnames, filenames, _odd in _walk(root.path):
+        if here in inside:  # the input is itself a log dir: all of it is ``_walk_files``' (the
+            dirnames[:] = []  # walk below would list its logs twice and stat every file again)
+            continue
         dirnames[:] = [d for d in dirnames if here / d not in inside]
         for name in filenames:
             if not is_broker_log(name) or detect(name) != "broker_log":  # (the first, a regex, rules out most names)
