@@ -29,7 +29,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from .common import Parsed, Problem, problems_at, problems_table
+from .common import Parsed, Problem, empty_table, problems_at, problems_table
 from .names import base_offset_from_name
 
 INFO_SCHEMA = pa.schema(
@@ -79,19 +79,15 @@ def as_uint8(data: bytes | memoryview) -> np.ndarray:
 
 
 def info_table(path: str, base_offset: int | None, size: int, lay: Layout) -> pa.Table:
-    """The one-row ``index_info`` table (Parsed.extra) for an index file."""
-    return pa.table(
-        {
-            "path": [path],
-            "base_offset": pa.array([base_offset], pa.int64()),
-            "file_size": pa.array([size], pa.int64()),
-            "kafka_entries": pa.array([lay.n_slots], pa.int64()),
-            "entries": pa.array([lay.n_real], pa.int64()),
-            "padding_entries": pa.array([lay.padding], pa.int64()),
-            "torn_bytes": pa.array([lay.torn_bytes], pa.int64()),
-        },
-        schema=INFO_SCHEMA,
-    )
+    """The one-row ``index_info`` table (Parsed.extra) for an index file.
+
+    Built from one int64 array sliced per column: ``pa.array`` of a Python list costs ~2.5 µs a
+    call (it reads an environment variable each time), and a collection of many partitions has
+    two index files in each (7 such calls were ~50 µs of a ~100 µs empty index)."""
+    ints = pa.array(np.array([base_offset or 0, size, lay.n_slots, lay.n_real, lay.padding, lay.torn_bytes], np.int64))
+    base = ints.slice(0, 1) if base_offset is not None else pa.nulls(1, pa.int64())
+    return pa.Table.from_arrays([pa.array([path], pa.string()), base, *(ints.slice(i, 1) for i in range(1, 6))],
+                                schema=INFO_SCHEMA)
 
 
 def parse_index(
@@ -115,19 +111,22 @@ def parse_index(
     base = 0 if base_offset is None else base_offset
     raw = as_uint8(data)
     lay = layout(raw, dtype.itemsize)
-    entries = np.frombuffer(raw[: lay.n_real * dtype.itemsize].tobytes(), dtype=dtype)
-    relative = entries["relative_offset"].astype(np.int32)
-    others = {name: entries[name].astype(np.int64) for name in dtype.names if name != "relative_offset"}
     n = lay.n_real
-    columns = {
-        "path": pa.array([path] * n, pa.string()),
-        "slot": pa.array(np.arange(n, dtype=np.int32)),
-        "offset": pa.array(relative.astype(np.int64) + base),
-        "relative_offset": pa.array(relative),
-        "is_padding": pa.array(np.logical_and.reduce([relative == 0, *(v == 0 for v in others.values())])),
-    }
-    columns.update((name, pa.array(v)) for name, v in others.items())
-    table = pa.table(columns, schema=schema)
+    if n == 0:
+        table = empty_table(schema)  # (most index files of a many-partition collection)
+    else:
+        entries = np.frombuffer(raw[: n * dtype.itemsize].tobytes(), dtype=dtype)
+        relative = entries["relative_offset"].astype(np.int32)
+        others = {name: entries[name].astype(np.int64) for name in dtype.names if name != "relative_offset"}
+        columns = {
+            "path": pa.array([path] * n, pa.string()),
+            "slot": pa.array(np.arange(n, dtype=np.int32)),
+            "offset": pa.array(relative.astype(np.int64) + base),
+            "relative_offset": pa.array(relative),
+            "is_padding": pa.array(np.logical_and.reduce([relative == 0, *(v == 0 for v in others.values())])),
+        }
+        columns.update((name, pa.array(v)) for name, v in others.items())
+        table = pa.Table.from_arrays([columns[name] for name in schema.names], schema=schema)
     return Parsed(
         table,
         problems_table(path, sanity_check(table, base, raw.size)),

@@ -26,7 +26,7 @@ import numpy as np
 import pyarrow as pa
 
 from .checkpoint_file import check_count, entries_table, read_checkpoint_text
-from .common import Parsed, Problem, problems_table
+from .common import Parsed, Problem, empty_table, problems_table
 
 CURRENT_VERSION = 0  # LeaderEpochCheckpointFile.CURRENT_VERSION
 FILE_KIND = "leader_epoch"
@@ -52,7 +52,7 @@ def parse(data: bytes | memoryview, path: str) -> Parsed:
     lines = text.entry_lines
     problems += check_count(text, PROBLEM_KIND)
     if not lines:
-        return Parsed(SCHEMA.empty_table(), problems_table(path, problems))
+        return Parsed(empty_table(SCHEMA), problems_table(path, problems))
 
     table, entry_problems = entries_table(lines, SCHEMA, path, FILE_KIND, PROBLEM_KIND)
     problems += entry_problems

@@ -29,7 +29,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from .checkpoint_file import check_count, entries_table, read_checkpoint_text
-from .common import Parsed, Problem, problems_table
+from .common import Parsed, Problem, empty_table, problems_table
 from .names import OFFSET_CHECKPOINT_KINDS, detect_kind
 
 CURRENT_VERSION = 0  # OffsetCheckpointFile.CURRENT_VERSION
@@ -65,7 +65,7 @@ def parse(data: bytes | memoryview, path: str, file_kind: str | None = None) -> 
     lines = text.entry_lines
     if not lines:
         problems += check_count(text, PROBLEM_KIND)
-        return Parsed(SCHEMA.empty_table(), problems_table(path, problems))
+        return Parsed(empty_table(SCHEMA), problems_table(path, problems))
 
     table, entry_problems = entries_table(lines, SCHEMA, path, kind, PROBLEM_KIND)
     problems += entry_problems

@@ -28,7 +28,7 @@ import re
 import pyarrow as pa
 
 from ._java import JavaNumberFormatError, decode_utf8, parse_int, split_lines, uuid_from_string
-from .common import Parsed, Problem, problems_table
+from .common import Parsed, Problem, empty_table, problems_table
 
 CURRENT_VERSION = 0  # PartitionMetadataFile.CURRENT_VERSION
 VERSION_KEY = "version"
@@ -68,7 +68,7 @@ def parse(data: bytes | memoryview, path: str) -> Parsed:
     """Read one ``partition.metadata``; never raises."""
     raw = bytes(data)
     if not raw:
-        return Parsed(SCHEMA.empty_table(), problems_table(path, []))
+        return Parsed(empty_table(SCHEMA), problems_table(path, []))
     problems: list[Problem] = []
     text, bad_utf8 = decode_utf8(raw)
     if bad_utf8 is not None:

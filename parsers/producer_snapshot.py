@@ -40,7 +40,7 @@ import crc32c
 import numpy as np
 import pyarrow as pa
 
-from .common import Parsed, Problem, problems_table
+from .common import Parsed, Problem, empty_table, problems_table
 from .names import base_offset_from_name
 
 HEADER = struct.Struct(">hIi")  # version, crc, producer entry count
@@ -91,7 +91,7 @@ def parse(data: bytes | memoryview, path: str) -> Parsed:
     snapshot_offset = base_offset_from_name(os.path.basename(path))
     problems: list[Problem] = []
     if not raw:
-        return Parsed(SCHEMA.empty_table(), problems_table(path, problems))
+        return Parsed(empty_table(SCHEMA), problems_table(path, problems))
     if len(raw) < HEADER.size:
         field = "version" if len(raw) < CRC_OFFSET else ("crc" if len(raw) < COUNT_OFFSET else "producer_entries")
         problems.append(
@@ -102,7 +102,7 @@ def parse(data: bytes | memoryview, path: str) -> Parsed:
                 f" only {len(raw)} bytes, the header needs {HEADER.size}",
             )
         )
-        return Parsed(SCHEMA.empty_table(), problems_table(path, problems))
+        return Parsed(empty_table(SCHEMA), problems_table(path, problems))
 
     version, stored_crc, count = HEADER.unpack_from(raw, 0)
     available = (len(raw) - ENTRIES_OFFSET) // ENTRY_SIZE
@@ -171,19 +171,19 @@ def entries_table(buf: bytes, path: str, snapshot_offset: int | None) -> pa.Tabl
     first_seq = np.where(last_seq < delta, INT_MAX - (delta - last_seq) + 1, last_seq - delta)
     first_seq = np.where(has_batch, first_seq, NO_SEQUENCE)
     txn_first = e["current_txn_first_offset"].astype(np.int64)
-    return pa.table(
-        {
-            "path": pa.array([path] * n, pa.string()),
-            "snapshot_offset": pa.array([snapshot_offset] * n, pa.int64()),
-            "producer_id": pa.array(e["producer_id"].astype(np.int64)),
-            "producer_epoch": pa.array(e["producer_epoch"].astype(np.int16)),
-            "last_sequence": pa.array(np.where(has_batch, last_seq, NO_SEQUENCE).astype(np.int32)),
-            "first_sequence": pa.array(first_seq.astype(np.int32, casting="unsafe")),
-            "last_offset": pa.array(last_offset),
-            "offset_delta": pa.array(delta.astype(np.int32)),
-            "timestamp": pa.array(e["timestamp"].astype(np.int64)),
-            "coordinator_epoch": pa.array(e["coordinator_epoch"].astype(np.int32)),
-            "current_txn_first_offset": pa.array(txn_first, mask=txn_first < 0),
-        },
-        schema=SCHEMA,
+    return pa.Table.from_arrays(
+        [
+            pa.array([path] * n, pa.string()),
+            pa.array([snapshot_offset] * n, pa.int64()),
+            pa.array(e["producer_id"].astype(np.int64)),
+            pa.array(e["producer_epoch"].astype(np.int16)),
+            pa.array(np.where(has_batch, last_seq, NO_SEQUENCE).astype(np.int32)),
+            pa.array(first_seq.astype(np.int32, casting="unsafe")),
+            pa.array(last_offset),
+            pa.array(delta.astype(np.int32)),
+            pa.array(e["timestamp"].astype(np.int64)),
+            pa.array(e["coordinator_epoch"].astype(np.int32)),
+            pa.array(txn_first, mask=txn_first < 0),
+        ],
+        schema=SCHEMA,  # (in its order: path, snapshot_offset, producer_id, ... current_txn_first_offset)
     )

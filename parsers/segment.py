@@ -28,7 +28,7 @@ import pyarrow as pa
 
 from . import default_records, legacy_records
 from .codecs import CODEC_MASK, codec_name
-from .common import Parsed, Problem, lazy_module, problems_table
+from .common import Parsed, Problem, empty_table, lazy_module, problems_table
 from .headers import (
     HEADER_COLUMNS,
     HEADER_SIZE_UP_TO_MAGIC,
@@ -100,12 +100,12 @@ def record_schema(payloads: bool = False, headers: bool = False) -> pa.Schema:
 def parse(data, path: str, records: bool = False, payloads: bool = False) -> Parsed:
     """Parse a whole segment into one batches table (+ records in ``extra['records']``)."""
     parts = list(iter_parse(data, path, records=records, payloads=payloads))
-    batches = pa.concat_tables([p.table for p in parts]) if parts else BATCH_SCHEMA.empty_table()
+    batches = pa.concat_tables([p.table for p in parts]) if parts else empty_table(BATCH_SCHEMA)
     problems = pa.concat_tables([p.problems for p in parts]) if parts else problems_table(path, [])
     extra = {}
     if records:
         recs = [p.extra["records"] for p in parts if "records" in p.extra]
-        extra["records"] = pa.concat_tables(recs) if recs else record_schema(payloads).empty_table()
+        extra["records"] = pa.concat_tables(recs) if recs else empty_table(record_schema(payloads))
     return Parsed(batches, problems, extra)
 
 
@@ -568,7 +568,7 @@ def _records_table(pieces, positions, payloads, headers=False) -> pa.Table:
             t["header_bytes"] = gather_binary(src, pc_["header_pos"], pc_["header_len"])
         cols.append((pc_["batch_index"], pa.table(t, schema=record_schema(payloads, headers))))
     if not cols:
-        return record_schema(payloads, headers).empty_table()
+        return empty_table(record_schema(payloads, headers))
     keys = np.concatenate([c[0] for c in cols])
     table = pa.concat_tables([c[1] for c in cols])
     if keys.size < 2 or (np.diff(keys) >= 0).all():
