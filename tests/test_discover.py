@@ -138,3 +138,20 @@ def test_a_log_dir_given_alone_lists_its_broker_logs_once(tmp_path):
     for root in (Root(ld, ""), Root(tmp_path, "")):
         logs = sorted(f.abs_path for f in discover([root]).files if f.kind == "broker_log")
         assert logs == [str(ld / "server.log"), str(ld / "t-0" / "server.log")]
+
+
+def test_broker_folders_named_like_partitions_with_their_server_logs(tmp_path):
+    """``broker-1/`` parses as a partition folder (topic "broker", partition 1); with the broker's
+    server.log in it, beside its log dir, the collection's top folder was taken for one log dir
+    (broker -1, its files under a topic "broker"), because a server.log counted as a Kafka file."""
+    for n in (1, 2):
+        ld = tmp_path / f"broker-{n}" / "kafka-logs"
+        (ld / "t-0").mkdir(parents=True)
+        (ld / "meta.properties").write_text(f"version=1\nnode.id={n}\ncluster.id=C\n")
+        (ld / "t-0" / "00000000000000000000.log").write_bytes(b"")
+        (tmp_path / f"broker-{n}" / "server.log").write_text("[2024-01-01 00:00:00,000] INFO started (kafka.server.KafkaServer)\n")
+    d = discover([Root(tmp_path, "")])
+    assert [b.log_dirs for b in d.brokers] == [["broker-1/kafka-logs"], ["broker-2/kafka-logs"]]
+    assert [b.broker for b in d.brokers] == [1, 2]
+    logs = {f.path: f.broker for f in d.files if f.kind == "broker_log"}
+    assert logs == {"broker-1/server.log": 1, "broker-2/server.log": 2}

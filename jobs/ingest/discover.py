@@ -117,7 +117,9 @@ def _is_log_dir(path: Path, names: list[str], dirs: list[str]) -> bool:
             continue
         if any(n in _LOG_DIR_MARKERS for n in child):
             return False
-        holds_kafka_files = holds_kafka_files or any(detect(n) for n in child)
+        # (a broker's server.log is no partition's file: ``broker-1/server.log`` beside
+        # ``broker-1/kafka-logs/`` is a broker's folder, not partition 1 of a topic "broker")
+        holds_kafka_files = holds_kafka_files or any(detect(n) not in (None, "broker_log") for n in child)
     return holds_kafka_files
 
 
