@@ -155,3 +155,18 @@ def test_broker_folders_named_like_partitions_with_their_server_logs(tmp_path):
     assert [b.broker for b in d.brokers] == [1, 2]
     logs = {f.path: f.broker for f in d.files if f.kind == "broker_log"}
     assert logs == {"broker-1/server.log": 1, "broker-2/server.log": 2}
+
+
+def test_a_folder_given_twice_or_inside_another_input_is_read_once(tmp_path, caplog):
+    """``analyze c/broker-1 c`` (or ``c c``) read broker 1's log dir twice: two log dirs of one
+    broker holding the same partitions, every file counted twice."""
+    from jobs.ingest.discover import discover_inputs
+
+    clean = REAL / "clean-failover"
+    alone = discover_inputs([clean], tmp_path / "a")
+    for n, inputs in enumerate(([clean / "broker-1", clean], [clean, clean], [clean, clean / "broker-1"])):
+        caplog.clear()
+        found = discover_inputs(inputs, tmp_path / f"w{n}")
+        assert [(b.broker, b.log_dirs) for b in found.brokers] == [(b.broker, b.log_dirs) for b in alone.brokers]
+        assert [f.path for f in found.files] == [f.path for f in alone.files]
+        assert any("read once" in r.getMessage() for r in caplog.records)

@@ -430,6 +430,24 @@ def require_log_dirs(found: Discovery, roots: list[Root]) -> None:
     raise NoLogDirError(f"no Kafka log dir found in any input (looked for {LOOKED_FOR}); {each}")
 
 
+def _read_once(inputs: list[Path]) -> list[Path]:
+    """The inputs without a folder given twice or inside another folder given (``analyze c/broker-1
+    c``, a shell glob beside its parent): read twice, its log dirs would be two log dirs of the same
+    broker holding the same partitions, and every file would count twice. One warning line each."""
+    folders = [Path(raw).resolve() for raw in inputs if Path(raw).is_dir()]
+    kept, seen = [], set()
+    for raw in inputs:
+        if Path(raw).is_dir():
+            here = Path(raw).resolve()
+            outer = next((f for f in folders if f in here.parents), None)
+            if here in seen or outer is not None:
+                log.warning("%s: %s; read once", raw, "given twice" if outer is None else f"inside {outer}, which is given too")
+                continue
+            seen.add(here)
+        kept.append(raw)
+    return kept
+
+
 def resolve_roots(inputs: list[Path], work_dir: Path) -> tuple[list[Root], list[dict]]:
     """Input paths → roots to discover in; archives are extracted into ``work_dir/_work``."""
     roots: list[Root] = []
@@ -450,6 +468,7 @@ def resolve_roots(inputs: list[Path], work_dir: Path) -> tuple[list[Root], list[
             raise FileNotFoundError(f"{raw}: no such file or directory")
         if not os.access(raw, os.R_OK):
             raise ValueError(f"{raw}: not readable")
+    inputs = _read_once(inputs)
     for i, raw in enumerate(inputs):
         path = Path(raw)
         if path.is_dir():
