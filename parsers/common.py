@@ -196,7 +196,7 @@ class FileBytes:
         try:
             self.data: bytes = _pread_all(fd, want) if want > 0 else b""
             if len(self.data) < want:
-                raise FileChanged(f"shrank from {want} to {len(self.data)} bytes while it was read (truncated by a live broker?)")
+                raise _shrank(fd, want)
         finally:
             os.close(fd)
 

@@ -278,3 +278,26 @@ def test_a_window_of_a_file_cut_while_read_names_its_size_now(tmp_path):
             window.sha256()
     finally:
         window.close()
+
+
+def test_a_file_cut_while_read_whole_names_its_size_now(tmp_path, monkeypatch):
+    """``FileBytes`` reading a file that is cut between two of its reads: the message names the
+    file's size now (as ``FileStream``'s and ``FileWindow``'s do), not how far the reading got."""
+    from parsers import common
+
+    path = tmp_path / "00000000000000000000.log"
+    path.write_bytes(bytes(range(256)) * 4096)  # 1 MiB
+    pread = os.pread
+    calls = []
+
+    def pread_then_cut(fd, n, offset):
+        part = pread(fd, n, offset)
+        if not calls:
+            os.truncate(path, 0)  # a live broker's retention, between the first read and the next
+        calls.append(n)
+        return part
+
+    monkeypatch.setattr(common, "_MAX_READ", 64 << 10)  # (several reads for 1 MiB)
+    monkeypatch.setattr(os, "pread", pread_then_cut)
+    with pytest.raises(common.FileChanged, match=f"shrank from {1 << 20} to 0 bytes while it was read"):
+        common.FileBytes(path, listed_size=1 << 20)
