@@ -278,11 +278,10 @@ def _broker_logs(root: Root, log_dirs: list[LogDir], broker_of: dict[str, int]) 
     lines themselves often name the node). Links, fifos and odd names were already reported by
     ``find_log_dirs``' walk; here they are simply not taken."""
     inside = {ld.abs_path for ld in log_dirs}
+    if root.path in inside:  # the input is itself a log dir: all of it is ``_walk_files``' (a walk
+        return []  # here would list its logs twice, under other names, and stat every file again)
     out: list[FileEntry] = []
     for here, dirnames, filenames, _odd in _walk(root.path):
-        if here in inside:  # the input is itself a log dir: all of it is ``_walk_files``' (the
-            dirnames[:] = []  # walk below would list its logs twice and stat every file again)
-            continue
         dirnames[:] = [d for d in dirnames if here / d not in inside]
         for name in filenames:
             if not is_broker_log(name) or detect(name) != "broker_log":  # (the first, a regex, rules out most names)
