@@ -112,5 +112,5 @@ def test_report_on_an_ingest_dir_says_the_analysis_has_not_run(spark, tmp_path):
         assert run.stdout == "" and "Clean" not in run.stderr
         assert run.stderr.splitlines() == [
             f"kafka-forensics: the analysis has not run on {out} (no findings.json: ingest wrote it); "
-            f"run `kafka-forensics analyze {BROKER} --out {out}`"]
+            f"run `kafka-forensics analyze {BROKER.resolve()} --out {out}`"]  # (run.json keeps inputs resolved)
     assert not (out / "report.html").exists()
