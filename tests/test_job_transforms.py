@@ -21,6 +21,25 @@ def batches(spark, rows: list[dict]):
     return spark.createDataFrame([{**{f.name: None for f in schema.fields}, **base, **r} for r in rows], schema)
 
 
+def batch_runs(spark, b):
+    """The batch_runs table of a batches frame, each file one piece (as ingest sums them)."""
+    from jobs.ingest.batch_runs import runs_of
+    from parsers.segment import BATCH_SCHEMA
+
+    rows = [r.asDict() for r in b.collect()]
+    own = ("broker", "log_dir", "topic", "partition", "dir_state", "path", "segment_base_offset", "file_kind")
+    files: dict[tuple, list[dict]] = {}
+    for r in rows:
+        files.setdefault(tuple(r[c] for c in own), []).append(r)
+    out = []
+    for key, rs in files.items():
+        t = pa.Table.from_pylist([{f.name: r[f.name] for f in BATCH_SCHEMA} for r in rs], schema=BATCH_SCHEMA)
+        out += [{**dict(zip(own, key)), **run} for run in runs_of(t).to_pylist()]
+    schema = schema_of("batch_runs")
+    return spark.createDataFrame(pa.Table.from_pylist([{f.name: r.get(f.name) for f in schema} for r in out], schema=schema).to_pandas(),
+                                 from_arrow_schema(schema))
+
+
 def test_islands_number_runs_of_consecutive_offsets(spark):
     df = spark.createDataFrame([("t", 0, o) for o in (0, 1, 2, 5, 6, 9)] + [("t", 1, o) for o in (3, 4)],
                                "topic string, partition int, offset long")
@@ -52,7 +71,7 @@ def test_offset_ranges_split_by_epoch_and_explain_holes(spark):
          "record_count": 10, "partition_leader_epoch": 1, "dir_state": "deleted"},
     ])
     rl = spark.createDataFrame([("t", 0, 1, False, 0)], "topic string, partition int, broker int, compacted boolean, log_start_offset long")
-    got = offset_ranges.build({"batches": b}, rl)
+    got = offset_ranges.build({"batches": b, "batch_runs": batch_runs(spark, b)}, rl)
     schema = ("topic string, partition int, broker int, first_offset long, last_offset long, leader_epoch int, kind string, "
               "reason string, at_segment_boundary boolean, records long, bytes long, path string, position long")
     want = spark.createDataFrame([

@@ -27,17 +27,23 @@ from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
+from pyspark.sql import types as T
 
 from jobs.history import metadata, timeline, views
 from jobs.replicas import compare, epoch_lineage, offset_ranges, replica_logs
 from jobs.replicas.ledger import read_ledger
 from jobs.replicas.survivors import survivors, survivors_frame
-from jobs.store.io import collected, read_table, write_table
+from jobs.store.io import collected, local_frame, read_table, write_table
 from jobs.store.spark import side_by_side
 
-INPUT_TABLES = ["brokers", "files", "batches", "records", "checkpoints", "leader_epochs", "partition_metadata",
+INPUT_TABLES = ["brokers", "files", "batches", "batch_runs", "records", "checkpoints", "leader_epochs", "partition_metadata",
                 "clean_shutdown", "problems", "index_files", "index_entries", "producer_states", "metadata_records", "consumer_offsets",
                 "transactions", "log_events", "remote_segments"]
+# (topic, partition) rows, for the few partitions a comparison reads
+PARTITION_SCHEMA = T.StructType([T.StructField("topic", T.StringType()), T.StructField("partition", T.IntegerType())])
+# Past this many replicas with unmatched batches, the records are not filtered by literal offset
+# windows (one predicate each; Spark plans and pushes down every one): the joins keep them exact.
+MAX_RECORD_WINDOWS = 256
 JOB_TABLES = ["replica_logs", "epoch_lineage", "offset_ranges", "metadata_events", "broker_events", "timeline", "findings", "restart_preview"]
 
 
@@ -135,7 +141,7 @@ class Case:
             return self._locks.setdefault(key, threading.RLock())
 
     def close(self) -> None:
-        for df in (self.__dict__.get(n) for n in ("diffs", "batches", "ledger_records", "logged_leaders")):
+        for df in (self.__dict__.get(n) for n in ("diffs", "batches", "compared_batches", "ledger_records", "logged_leaders")):
             if df is not None:
                 df.unpersist()
 
@@ -160,25 +166,44 @@ class Case:
         return compare.with_txn_outcome(self.tables["batches"], self.tables["records"]).cache()
 
     @once_property
-    def unmatched(self) -> tuple[DataFrame, DataFrame]:
-        return compare.unmatched_batches(self.batches, self.replica_logs)
+    def differing(self) -> list[tuple[str, int]]:
+        """(topic, partition) of every partition whose live replicas' batch digests differ
+        (``compare.differing_partitions``): the only ones compared batch by batch."""
+        return compare.differing_partitions(self.rl)
 
     @once_property
     def replicas_agree(self) -> bool:
-        """Every batch of every replica pair has its identical twin on the other replica (or no
-        partition has two): nothing can differ record by record. Healthy replicas are the common
-        case, and one query saying so spares the record-level comparison (two dozen Spark jobs
-        over nothing) to divergence and loss alike. A count, not ``isEmpty``: a limit finds an
-        empty answer by reading the partitions in rounds, one Spark job each (four jobs of ~0.7 s
-        at 15,000 partition replicas); a count reads them all in one."""
-        ua, ub = self.unmatched
-        both = ua.select(*compare.PAIR).unionByName(ub.select(*compare.PAIR))
-        return both.agg(F.count(F.lit(1)).alias("n")).first()["n"] == 0
+        """Every replica of every partition holds the same readable batches (or no partition has
+        two): nothing can differ record by record. Healthy replicas are the common case; told by
+        the digests of one row per replica, it costs no Spark job at all, and spares divergence
+        and loss the record-level comparison."""
+        return not self.differing
+
+    @once_property
+    def compared_batches(self) -> DataFrame:
+        """Live segment batches of the differing partitions with their transaction outcome
+        (``aborted``): what the record-level comparison reads. Restricted before the window that
+        decides ``aborted``, so a healthy partition's batches are never sorted or cached here."""
+        parts = local_frame(self.spark, self.differing, PARTITION_SCHEMA)
+        topics = sorted({t for t, _ in self.differing})
+        t = self.tables
+        return compare.with_txn_outcome(compare.within(t["batches"], parts, topics),
+                                        compare.within(t["records"], parts, topics)).cache()
+
+    @once_property
+    def unmatched(self) -> tuple[DataFrame, DataFrame]:
+        return compare.unmatched_batches(self.compared_batches, self.replica_logs)
 
     @once_property
     def diffs(self) -> DataFrame:
         """Record-level differences between replica pairs (divergence and loss both read them)."""
-        return compare.record_diffs(self.batches, self.tables["records"], self.replica_logs, self.unmatched).cache()
+        windows = compare.unmatched_windows(self.unmatched).collect()
+        records = self.tables["records"]
+        if len(windows) > MAX_RECORD_WINDOWS:
+            windows = None
+            records = compare.within(records, local_frame(self.spark, self.differing, PARTITION_SCHEMA),
+                                     sorted({t for t, _ in self.differing}))
+        return compare.record_diffs(self.compared_batches, records, self.replica_logs, self.unmatched, windows).cache()
 
     @once_property
     def ranges(self) -> list:

@@ -31,10 +31,12 @@ def gap_findings(holes: list) -> list[Finding]:
     return out
 
 
-def segment_overlap_findings(batches: DataFrame) -> list[Finding]:
-    b = live_segment_batches(batches)
+def segment_overlap_findings(runs: DataFrame) -> list[Finding]:
+    """Two segments of one replica whose offsets overlap. ``runs``: the ``batch_runs`` table (each
+    segment's first and last offset are its runs' lowest and highest)."""
+    b = live_segment_batches(runs)
     seg = b.groupBy("topic", "partition", "broker", "path").agg(
-        F.min("base_offset").alias("first"), F.max("last_offset").alias("last"),
+        F.min("first_offset").alias("first"), F.max("last_offset").alias("last"),
     )
     w = Window.partitionBy("topic", "partition", "broker").orderBy("first", "path")
     seg = seg.withColumn("next_first", F.lead("first").over(w)).withColumn("next_path", F.lead("path").over(w))
@@ -51,4 +53,4 @@ def segment_overlap_findings(batches: DataFrame) -> list[Finding]:
 
 
 def find(case) -> list[Finding]:
-    return gap_findings(case.holes) + segment_overlap_findings(case.tables["batches"])
+    return gap_findings(case.holes) + segment_overlap_findings(case.tables["batch_runs"])

@@ -26,7 +26,7 @@ TXN_MAX_TIMEOUT_MS = 15 * 60 * 1000
 PENDING_FIELDS = ("base_offset", "last_offset", "max_timestamp", "path", "position", "producer_epoch")
 
 
-def pending_transactions(batches: DataFrame, producer_states: DataFrame) -> list:
+def pending_transactions(batches: DataFrame, producer_states: DataFrame, runs: DataFrame) -> list:
     """Per replica and producer id, the transactional data after the producer's last marker in that
     replica's log (``pending``: base/last offset, max timestamp, path, position, producer epoch), with
     the partition's newest batch time and the open first offsets its producer snapshots hold.
@@ -42,7 +42,7 @@ def pending_transactions(batches: DataFrame, producer_states: DataFrame) -> list
     data = b.where(F.col("is_transactional") & ~F.col("is_control")).select(
         *key, *PENDING_FIELDS).join(last_marker, key, "left").where(
         F.col("last_marker").isNull() | (F.col("base_offset") > F.col("last_marker")))
-    newest = all_batches.groupBy("topic", "partition", "broker").agg(F.max("max_timestamp").alias("newest_ts"))
+    newest = live_segment_batches(runs).groupBy("topic", "partition", "broker").agg(F.max("last_timestamp").alias("newest_ts"))
     ps = producer_states.where(F.col("current_txn_first_offset").isNotNull()).select(
         *key, F.col("current_txn_first_offset").alias("open_first")).groupBy(*key).agg(F.collect_set("open_first").alias("open_firsts"))
     rows = data.join(newest, ["topic", "partition", "broker"]).join(ps, key, "left").collect()
@@ -179,6 +179,6 @@ def transaction_state_findings(txns: list, collected_ms: int | None) -> list[Fin
 
 def find(case) -> list[Finding]:
     t, h = case.tables, case.history
-    pending = pending_transactions(t["batches"], t["producer_states"])
+    pending = pending_transactions(t["batches"], t["producer_states"], t["batch_runs"])
     lost = lost_marker_findings(pending, control_batches(t["batches"], t["records"]), h["txns"], case.survivors) if pending else []
     return lost + hanging_transaction_findings(pending, lost) + transaction_state_findings(h["txns"], h["collected_ms"])

@@ -22,6 +22,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from jobs.ingest.batch_runs import runs_of
 from jobs.ingest.focus import Focus
 from jobs.store.tables import COMMON, EXTRA_TABLE, INTERNAL_TOPIC_TABLE, KIND_TABLE, TS, schema_of
 from parsers.common import FileBytes, FileWindow, problems_table
@@ -237,7 +238,10 @@ def records_raw(records: pa.Table, batches: pa.Table) -> pa.Table:
 def segment_pieces(batches: pa.Table, records: pa.Table | None, f: dict, base: int | None) -> Iterator[Piece]:
     """The ``batches`` and ``records`` pieces of one piece a segment parser read (``base``: the
     segment's base offset, from its name), as a segment read alone or with others gives them."""
-    yield Piece("batches", batches, f, {"segment_base_offset": base, "file_kind": f["kind"]})
+    extra = {"segment_base_offset": base, "file_kind": f["kind"]}
+    yield Piece("batches", batches, f, extra)
+    if batches.num_rows:
+        yield Piece("batch_runs", runs_of(batches), f, extra)
     if records is not None and records.num_rows:
         yield Piece("records", records_raw(records, batches), f, finish=records_final)
 

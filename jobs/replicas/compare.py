@@ -5,7 +5,9 @@ the same (base offset, last offset, CRC) — the CRC covers attributes onwards, 
 or the partition leader epoch, which is why it is comparable across replicas. Batches that match
 that way are identical and cost one join. Only the rest (different boundaries after a truncation
 and re-fetch, independent compaction, real divergence) fall back to record hashes, joined by offset.
-Everything stays a Spark join: nothing record-level is collected.
+Everything stays a Spark join: nothing record-level is collected. Only the partitions whose
+replicas' batch digests differ (``differing_partitions``) are compared at all, and within them
+only the records of the offset windows the unmatched batches span are read.
 
 Output rows are per (pair of replicas, offset) where the two differ:
 ``divergent`` (both hold the offset with different content), ``only_a`` / ``only_b`` (one lacks it).
@@ -13,6 +15,9 @@ Output rows are per (pair of replicas, offset) where the two differ:
 """
 
 from __future__ import annotations
+
+import operator
+from functools import reduce
 
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
@@ -73,17 +78,43 @@ def with_txn_outcome(batches: DataFrame, records: DataFrame) -> DataFrame:
     """Add ``aborted``: transactional data whose producer's next marker on this replica is an abort.
 
     Aborted data stays in the log (consumers skip it by the .txnindex), so losing it is benign.
+
+    Only transactional batches can be aborted, and only their markers end them, so only those
+    take part in the window (a plain or idempotent producer's batches, most of a log, get
+    ``false`` without being sorted). The next marker after a batch is the last marker before it
+    in descending offset order: a running ``last`` over a frame that only grows (Spark's
+    unbounded-preceding frame, one pass). Asked forward, as "the first marker in the rest of the
+    partition", Spark re-aggregates the whole rest for every row: quadratic in the batches of one
+    producer on one replica (a 100 MB partition of a plain producer never finished).
     """
     b = live_segment_batches(batches)
+    txn = F.coalesce(F.col("is_transactional"), F.lit(False))
     markers = records.where(F.col("control_type").isin("commit", "abort")).select(
         "broker", "path", F.col("batch_position").alias("position"), "control_type"
     )
-    b = b.join(markers, ["broker", "path", "position"], "left")
-    w = Window.partitionBy("topic", "partition", "broker", "producer_id").orderBy("base_offset").rowsBetween(1, Window.unboundedFollowing)
-    nxt = F.first(F.when(F.col("is_control"), F.col("control_type")), ignorenulls=True).over(w)
-    return b.withColumn(
-        "aborted", F.col("is_transactional") & ~F.col("is_control") & (F.coalesce(nxt, F.lit("")) == "abort")
-    ).drop("control_type")
+    t = b.where(txn).join(markers, ["broker", "path", "position"], "left")
+    w = (Window.partitionBy("topic", "partition", "broker", "producer_id").orderBy(F.col("base_offset").desc())
+         .rowsBetween(Window.unboundedPreceding, -1))
+    nxt = F.last(F.when(F.col("is_control"), F.col("control_type")), ignorenulls=True).over(w)
+    t = t.withColumn("aborted", ~F.col("is_control") & (F.coalesce(nxt, F.lit("")) == "abort")).drop("control_type")
+    return b.where(~txn).withColumn("aborted", F.lit(False)).unionByName(t)
+
+
+def differing_partitions(replicas: list) -> list[tuple[str, int]]:
+    """The partitions whose live replicas do not all hold the same readable batches, by their
+    ``batch_digest`` (``replica_logs``): only these can differ record by record, so only these
+    are compared. ``replicas``: replica_logs rows."""
+    digests: dict[tuple[str, int], set] = {}
+    for r in replicas:
+        if r["dir_state"] == "live":
+            digests.setdefault((r["topic"], r["partition"]), set()).add(r["batch_digest"])
+    return sorted(k for k, d in digests.items() if len(d) > 1)
+
+
+def within(df: DataFrame, partitions: DataFrame, topics: list[str]) -> DataFrame:
+    """The rows of ``df`` in ``partitions`` (a small frame of topic, partition; ``topics``: its
+    topics, which prune the topic folders of a partitioned table before any file is read)."""
+    return df.where(F.col("topic").isin(*topics)).join(F.broadcast(partitions), ["topic", "partition"], "left_semi")
 
 
 def unmatched_batches(batches: DataFrame, replica_logs: DataFrame) -> tuple[DataFrame, DataFrame]:
@@ -101,15 +132,32 @@ def unmatched_batches(batches: DataFrame, replica_logs: DataFrame) -> tuple[Data
     return _unmatched(b, pairs, "a", "b"), _unmatched(b, pairs, "b", "a")
 
 
+def unmatched_windows(unmatched: tuple[DataFrame, DataFrame]) -> DataFrame:
+    """Per replica, the offsets its unmatched batches span (topic, partition, broker, first and
+    last offset): the only records of that replica the comparison reads."""
+    ua, ub = unmatched
+    sides = [u.select("topic", "partition", F.col(f"broker_{s}").alias("broker"), "base_offset", "last_offset")
+             for u, s in ((ua, "a"), (ub, "b"))]
+    return sides[0].unionByName(sides[1]).groupBy("topic", "partition", "broker").agg(
+        F.min("base_offset").alias("first_offset"), F.max("last_offset").alias("last_offset"))
+
+
 def record_diffs(batches: DataFrame, records: DataFrame, replica_logs: DataFrame,
-                 unmatched: tuple[DataFrame, DataFrame] | None = None) -> DataFrame:
+                 unmatched: tuple[DataFrame, DataFrame] | None = None, windows: list | None = None) -> DataFrame:
     """Per (pair, offset) where two replicas differ: status and both sides' record details.
 
     ``batches`` must carry ``aborted`` (see ``with_txn_outcome``); ``unmatched``: their
-    ``unmatched_batches``, if already planned.
+    ``unmatched_batches``, if already planned; ``windows``: their ``unmatched_windows`` rows, if
+    collected: literal offset bounds that Parquet's row-group statistics can use, so that two
+    replicas differing in their last tenth read a tenth of their records, not all of them (a
+    join alone reads every record of the partition to find the few it keeps).
     """
     ua, ub = unmatched or unmatched_batches(batches, replica_logs)
     live = live_records(records)
+    if windows:
+        live = live.where(reduce(operator.or_, [
+            (F.col("topic") == w["topic"]) & (F.col("partition") == w["partition"]) & (F.col("broker") == w["broker"])
+            & F.col("offset").between(w["first_offset"], w["last_offset"]) for w in windows]))
     ra = _side_records(live, ua, "a")
     rb = _side_records(live, ub, "b")
     j = ra.join(rb, [*PAIR, "offset"], "full_outer")

@@ -93,13 +93,13 @@ def decide_leaders(lin: DataFrame) -> DataFrame:
 def build(t: dict[str, DataFrame], replica_logs: DataFrame, logged: DataFrame | None = None) -> DataFrame:
     """The lineage table. ``replica_logs`` gives each replica's log start; ``logged``
     (``logged_leaders``) the leaders the metadata log and broker logs name, which win over the files."""
-    b = live_segment_batches(t["batches"]).where(F.col("partition_leader_epoch").isNotNull() & (F.col("partition_leader_epoch") >= 0))
-    from_batches = b.groupBy(*REPLICA_KEY, F.col("partition_leader_epoch").alias("leader_epoch")).agg(
-        F.min("base_offset").alias("batch_start_offset"),
+    runs = live_segment_batches(t["batch_runs"]).where(F.col("partition_leader_epoch").isNotNull() & (F.col("partition_leader_epoch") >= 0))
+    from_batches = runs.groupBy(*REPLICA_KEY, F.col("partition_leader_epoch").alias("leader_epoch")).agg(
+        F.min("first_offset").alias("batch_start_offset"),
         F.max("last_offset").alias("batch_end_offset"),
         F.sum("record_count").cast("long").alias("batch_records"),
-        F.min("max_timestamp").alias("first_timestamp"),
-        F.max("max_timestamp").alias("last_timestamp"),
+        F.min("first_timestamp").alias("first_timestamp"),
+        F.max("last_timestamp").alias("last_timestamp"),
     )
     le = t["leader_epochs"].where(F.col("dir_state") == "live")
     from_checkpoint = le.groupBy(*REPLICA_KEY, F.col("epoch").alias("leader_epoch")).agg(

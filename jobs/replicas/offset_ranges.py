@@ -5,7 +5,9 @@ the leader epoch changes (so each range reads "epoch e held offsets a..b"). Tran
 are batches too, so they never make holes; a hole is offsets no batch covers. Its reason:
 ``compaction`` (the log is compacted: the cleaner drops whole batches), ``log_start`` (below the
 log start offset: retention or deleteRecords), or ``unexplained`` (what ``offset_gap`` /
-``segment_gap`` report). The gaps-and-islands work is window functions, so it scales with the data.
+``segment_gap`` report). The gaps-and-islands work is window functions, so it scales with the data;
+it joins the runs of batches ingest summed (``batch_runs``), so it costs segments, not batches,
+except on a replica whose runs overlap (there batches of two runs interleave, and it joins batches).
 """
 
 from __future__ import annotations
@@ -30,19 +32,47 @@ def islands(df: DataFrame, keys: list[str], start: str = "offset", end: str = "o
     return df.withColumn(name, F.sum(brk.cast("int")).over(w.rowsBetween(Window.unboundedPreceding, 0)))
 
 
-def build(t: dict[str, DataFrame], replica_logs: DataFrame) -> DataFrame:
-    b = live_segment_batches(t["batches"]).select(
-        *REPLICA_KEY, "path", "position", "base_offset", "last_offset", "record_count", "size", "is_control",
-        F.coalesce("partition_leader_epoch", F.lit(-1)).alias("leader_epoch"),
+def overlapping_replicas(runs: DataFrame) -> DataFrame:
+    """Replicas (``REPLICA_KEY``) where two runs of batches share an offset (a segment overlap,
+    an offset regression, a batch written twice). Only there can batches of different runs
+    interleave in offset order, so only there must the ranges be joined batch by batch. A running
+    maximum over a frame that only grows: one pass per replica."""
+    w = Window.partitionBy(*REPLICA_KEY).orderBy("first_offset", "path", "position")
+    seen = F.max("last_offset").over(w.rowsBetween(Window.unboundedPreceding, -1))
+    return runs.withColumn("_seen", seen).where(F.col("first_offset") <= F.col("_seen")).select(*REPLICA_KEY).distinct()
+
+
+def build(t: dict[str, DataFrame], replica_logs: DataFrame, overlapping: list | None = None) -> DataFrame:
+    """The offset_ranges table. Data ranges are joined from ``batch_runs`` (a few rows a segment);
+    the batches themselves are read only for ``overlapping`` replicas (``overlapping_replicas``
+    rows, collected by the caller; None: worked out here), where runs interleave."""
+    runs = live_segment_batches(t["batch_runs"]).select(
+        *REPLICA_KEY, "path", "position", F.col("first_offset").alias("base_offset"), "end_offset", "last_offset",
+        "records", "bytes", F.coalesce("partition_leader_epoch", F.lit(-1)).alias("leader_epoch"),
     )
-    b = islands(b, REPLICA_KEY, start="base_offset", end="last_offset", order=["base_offset", "position"], same=["leader_epoch"],
-                name="_grp")
-    data = b.groupBy(*REPLICA_KEY, "_grp").agg(
+    if overlapping is None:
+        overlapping = overlapping_replicas(runs.withColumnRenamed("base_offset", "first_offset")).collect()
+    cols = ["base_offset", "last_offset", "records", "bytes", "leader_epoch", "path", "position"]
+    r = islands(runs, REPLICA_KEY, start="base_offset", end="end_offset", order=["base_offset", "path", "position"],
+                same=["leader_epoch"], name="_grp").select(*REPLICA_KEY, "_grp", *cols)
+    if overlapping:
+        over = F.lit(False)
+        for o in overlapping:
+            over = over | ((F.col("topic") == o["topic"]) & (F.col("partition") == o["partition"]) & (F.col("broker") == o["broker"]))
+        b = live_segment_batches(t["batches"]).where(over).select(
+            *REPLICA_KEY, "path", "position", "base_offset", "last_offset",
+            F.when(~F.col("is_control"), F.col("record_count")).otherwise(0).cast("long").alias("records"),
+            F.col("size").alias("bytes"), F.coalesce("partition_leader_epoch", F.lit(-1)).alias("leader_epoch"),
+        )
+        b = islands(b, REPLICA_KEY, start="base_offset", end="last_offset", order=["base_offset", "position"], same=["leader_epoch"],
+                    name="_grp").select(*REPLICA_KEY, "_grp", *cols)
+        r = r.where(~over).unionByName(b)
+    data = r.groupBy(*REPLICA_KEY, "_grp").agg(
         F.min("base_offset").alias("first_offset"),
         F.max("last_offset").alias("last_offset"),
         F.first("leader_epoch").alias("leader_epoch"),
-        F.sum(F.when(~F.col("is_control"), F.col("record_count")).otherwise(0)).cast("long").alias("records"),
-        F.sum("size").cast("long").alias("bytes"),
+        F.sum("records").cast("long").alias("records"),
+        F.sum("bytes").cast("long").alias("bytes"),
         F.min_by("path", "base_offset").alias("path"),
         F.min_by("position", "base_offset").alias("position"),
     )

@@ -23,11 +23,15 @@ REPLICA_KEY = ["topic", "partition", "broker"]
 
 
 def live_segment_batches(batches: DataFrame) -> DataFrame:
-    """Batches that belong to a replica's log (live dir, segment files, not the metadata log)."""
+    """Batches that belong to a replica's log (live dir, segment files, not the metadata log);
+    the same filter keeps the ``batch_runs`` of those batches."""
     return batches.where(
         (F.col("dir_state") == "live") & (F.col("file_kind") == "segment") & (F.col("topic") != METADATA_TOPIC)
         & F.col("topic").isNotNull()
     )
+
+
+DIGEST_PARTS = [f"digest_{i}" for i in range(4)]
 
 
 def segment_files(files: DataFrame) -> DataFrame:
@@ -58,11 +62,14 @@ def build(t: dict[str, DataFrame]) -> DataFrame:
     the topic id: a list or a struct has no place in a hash aggregate's buffer, so grouped with
     the rest every row went through Spark's interpreted object aggregate (~12 µs a row, 4.2 s of
     SQL at 15,000 partition replicas, 3.0 s apart); those two kinds' few rows are grouped apart
-    and joined."""
+    and joined. The batches come as their ``batch_runs`` (a few rows a segment, summed at ingest):
+    a replica's row costs its segments, not its millions of batches. ``batch_digest`` sums the
+    runs' digests: replicas with equal digests hold the same readable batches, so the
+    comparison leaves their partition alone (``compare.differing_partitions``)."""
     key = [*REPLICA_KEY, "log_dir"]
-    b = live_segment_batches(t["batches"]).select(
-        *key, F.lit(True).alias("_batch"), "base_offset", "last_offset", "record_count", "is_control", "size",
-        "partition_leader_epoch", "magic")
+    b = live_segment_batches(t["batch_runs"]).select(
+        *key, F.lit(True).alias("_batch"), "batches", "first_offset", "last_offset", "last_base_offset", "records", "control_records",
+        "bytes", "partition_leader_epoch", "min_magic", "max_magic", "record_holes", "readable", *DIGEST_PARTS)
     segs = segment_files(t["files"]).select(*key, F.lit(True).alias("_segment"), "segment_base_offset")
     cp = t["checkpoints"].where(F.col("file_kind").isin(*CHECKPOINT_COLUMNS)).select(
         *key, F.col("file_kind").alias("_checkpoint"), F.col("offset").alias("_checkpoint_offset"))
@@ -88,25 +95,24 @@ def build(t: dict[str, DataFrame]) -> DataFrame:
         F.count("_segment").alias("segments"),
         F.min("segment_base_offset").alias("first_segment_offset"),
         F.max("segment_base_offset").alias("active_segment_offset"),
-        F.count("_batch").alias("_batches"),
-        F.min("base_offset").alias("first_offset"),
+        F.sum("batches").alias("_batches"),
+        F.min("first_offset").alias("first_offset"),
         (F.max("last_offset") + 1).alias("batch_leo"),
-        F.sum(F.when(~F.col("is_control"), F.col("record_count")).otherwise(0)).cast("long").alias("records"),
-        F.sum(F.when(F.col("is_control"), F.col("record_count")).otherwise(0)).cast("long").alias("control_records"),
-        F.sum("size").cast("long").alias("bytes"),
-        F.min_by("partition_leader_epoch", "base_offset").alias("batch_first_epoch"),
-        F.max_by("partition_leader_epoch", "base_offset").alias("batch_last_epoch"),
+        F.sum("records").cast("long").alias("records"),
+        F.sum("control_records").cast("long").alias("control_records"),
+        F.sum("bytes").cast("long").alias("bytes"),
+        F.min_by("partition_leader_epoch", "first_offset").alias("batch_first_epoch"),
+        F.max_by("partition_leader_epoch", "last_base_offset").alias("batch_last_epoch"),
         F.max("partition_leader_epoch").alias("batch_max_epoch"),
-        F.max(F.when(F.col("magic") == 2, F.col("last_offset") - F.col("base_offset") + 1 > F.col("record_count"))).alias(
-            "record_holes"
-        ),
-        F.min("magic").alias("min_magic"),
-        F.max("magic").alias("max_magic"),
+        F.max("record_holes").alias("record_holes"),
+        F.min("min_magic").alias("min_magic"),
+        F.max("max_magic").alias("max_magic"),
         *[F.max(F.when(F.col("_checkpoint") == kind, F.col("_checkpoint_offset"))).alias(name)
           for kind, name in CHECKPOINT_COLUMNS.items()],
         F.count("_problem").alias("problems"),
         F.sum("_padding").alias("index_padding_entries"),
-    ).where((F.col("segments") > 0) | (F.col("_batches") > 0))
+        *[F.sum(c).alias(c) for c in DIGEST_PARTS], F.sum("readable").alias("_readable"),
+    ).where((F.col("segments") > 0) | (F.coalesce(F.col("_batches"), F.lit(0)) > 0))
     entries = F.sort_array(F.collect_list("_epoch"))
     lists = le.where(whole_key).unionByName(pm.where(whole_key), allowMissingColumns=True).groupBy(*key).agg(
         F.when(F.size(entries) > 0, F.transform(entries, lambda x: F.struct(x["epoch"].alias("epoch"),
@@ -146,4 +152,5 @@ def build(t: dict[str, DataFrame]) -> DataFrame:
         "min_magic", "max_magic",
         F.coalesce("problems", F.lit(0)).alias("problems"),
         F.coalesce("index_padding_entries", F.lit(0)).cast("long").alias("index_padding_entries"),
+        F.when(F.col("_readable") > 0, F.sha2(F.concat_ws(":", *[F.col(c).cast("string") for c in ("_readable", *DIGEST_PARTS)]), 256)).alias("batch_digest"),
     )

@@ -174,10 +174,11 @@ def finding_for(row: dict, findings: list) -> str | None:
     return None
 
 
-def batch_epoch_starts(batches: DataFrame) -> dict:
-    """(topic, partition, broker) -> [(epoch, first base offset)] of the live segments' batches."""
-    b = live_segment_batches(batches).where(F.col("partition_leader_epoch") >= 0)
-    rows = b.groupBy("topic", "partition", "broker", "partition_leader_epoch").agg(F.min("base_offset").alias("start")).collect()
+def batch_epoch_starts(runs: DataFrame) -> dict:
+    """(topic, partition, broker) -> [(epoch, first base offset)] of the live segments' batches
+    (``runs``: the ``batch_runs`` table)."""
+    b = live_segment_batches(runs).where(F.col("partition_leader_epoch") >= 0)
+    rows = b.groupBy("topic", "partition", "broker", "partition_leader_epoch").agg(F.min("first_offset").alias("start")).collect()
     out: dict = {}
     for r in rows:
         out.setdefault((r["topic"], r["partition"], r["broker"]), []).append((r["partition_leader_epoch"], r["start"]))
@@ -217,7 +218,7 @@ def destroyed(spark, batches: DataFrame, rows: list[dict]) -> dict:
 
 def build(case, findings: list) -> DataFrame:
     """The restart_preview table of a case, ``finding_id`` linking the findings it destroys."""
-    rows = preview(case.rl, case.survivors, batch_epoch_starts(case.tables["batches"]))
+    rows = preview(case.rl, case.survivors, batch_epoch_starts(case.tables["batch_runs"]))
     lost = destroyed(case.spark, case.tables["batches"], rows)
     for row in rows:
         d = lost.get((row["topic"], row["partition"], row["broker"]), {"records": 0, "nowhere_else": 0, "held_elsewhere": []})

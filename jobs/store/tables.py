@@ -71,6 +71,28 @@ def records_schema(payloads: bool = False) -> pa.Schema:
 
 CHECKPOINTS = pa.schema([COMMON[0], COMMON[1], COMMON[5]] + [f for f in offset_checkpoint.SCHEMA if f.name != "path"])
 
+# Runs of contiguous batches of one leader epoch, summed by the task that parsed them
+# (``jobs.ingest.batch_runs``): what the per-replica jobs read instead of every batch.
+BATCH_RUN_SCHEMA = pa.schema([
+    pa.field("first_offset", pa.int64()),  # the first batch's base offset
+    pa.field("last_offset", pa.int64()),  # the highest last offset
+    pa.field("end_offset", pa.int64()),  # the last batch's last offset (where the next run must start, + 1)
+    pa.field("last_base_offset", pa.int64()),  # the last batch's base offset
+    pa.field("partition_leader_epoch", pa.int32()),  # null for v0/v1
+    pa.field("position", pa.int64()),  # the first batch's
+    pa.field("batches", pa.int64()),
+    pa.field("records", pa.int64()),  # data records (record_count of non-control batches)
+    pa.field("control_records", pa.int64()),
+    pa.field("record_count", pa.int64()),  # all records, control ones too
+    pa.field("bytes", pa.int64()),
+    pa.field("first_timestamp", pa.int64()),  # min of the batches' max_timestamp
+    pa.field("last_timestamp", pa.int64()),  # max of the batches' max_timestamp
+    pa.field("min_magic", pa.int8()),
+    pa.field("max_magic", pa.int8()),
+    pa.field("record_holes", pa.bool_()),  # a v2 batch with fewer records than offsets (compaction); null: no v2 batch
+    pa.field("readable", pa.int64()),  # batches whose CRC is valid (or not checked)
+    *[pa.field(f"digest_{i}", pa.int64()) for i in range(4)],  # sums of batch_runs.digest_parts over the readable batches
+])
 SCHEMAS: dict[str, pa.Schema] = {
     "files": pa.schema(COMMON + [
         pa.field("kind", pa.string()),  # parsers.names.detect_kind; null: not a Kafka file name
@@ -82,6 +104,10 @@ SCHEMAS: dict[str, pa.Schema] = {
     "batches": _with_common(segment.BATCH_SCHEMA, [
         pa.field("segment_base_offset", pa.int64()),  # from the file name
         pa.field("file_kind", pa.string()),  # segment | kraft_snapshot | bootstrap_checkpoint
+    ]),
+    "batch_runs": _with_common(BATCH_RUN_SCHEMA, [
+        pa.field("segment_base_offset", pa.int64()),
+        pa.field("file_kind", pa.string()),
     ]),
     "records": records_schema(False),
     "index_entries": _with_common(offset_index.SCHEMA),

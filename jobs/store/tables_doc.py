@@ -22,6 +22,9 @@ ABOUT = {
     "brokers": "one row per broker found (discovery): how it was identified, its log dirs, files and bytes",
     "files": "the evidence manifest: every file of every log dir, hashed while it was parsed",
     "batches": "one row per record batch (v2) or message/wrapper (v0/v1) of every segment, KRaft snapshot and bootstrap.checkpoint",
+    "batch_runs": "one row per run of contiguous batches of one leader epoch in a piece of a segment (summed by the task that "
+                  "parsed them): offsets, counts, bytes, timestamps, magic range and a digest of the batches; what the per-replica "
+                  "jobs read instead of every batch",
     "records": "one row per record, Spark Kafka-source column names; `key`/`value` only with `--payloads`",
     "index_entries": "offset index (`.index`) entries",
     "time_index_entries": "time index (`.timeindex`) entries",
