@@ -22,7 +22,10 @@ def test_big_input_keeps_codegen_and_grows_the_heap(monkeypatch):
     monkeypatch.delenv("KF_DRIVER_MEMORY", raising=False)
     ten_gb = sized_confs(10 << 30, cores=2)
     assert ten_gb["spark.driver.memory"] == "4g"
-    assert "spark.sql.codegen.wholeStage" not in ten_gb and "spark.driver.extraJavaOptions" not in ten_gb
+    assert "spark.sql.codegen.wholeStage" not in ten_gb
+    # the jobs read runs, replicas and ranges at any depth: the JVM stays light at every size
+    assert "TieredStopAtLevel=1" in ten_gb["spark.driver.extraJavaOptions"]
+    assert "spark.driver.extraJavaOptions" not in sized_confs(None, cores=2)
     assert int(ten_gb["spark.sql.shuffle.partitions"]) >= 8
     assert sized_confs(SMALL_INPUT, cores=2)["spark.driver.memory"] == "2g"
     assert sized_confs(1 << 40, cores=2)["spark.driver.memory"] == "8g"

@@ -56,14 +56,6 @@ def replica_pairs(replica_logs: DataFrame) -> DataFrame:
     return a.join(b, ["topic", "partition"]).where(F.col("broker_a") < F.col("broker_b"))
 
 
-def _unmatched(batches: DataFrame, pairs: DataFrame, side: str, other: str) -> DataFrame:
-    """Batches of ``side`` with no batch of identical bounds and CRC on ``other``."""
-    mine = batches.withColumnRenamed("broker", f"broker_{side}")
-    theirs = batches.select("topic", "partition", F.col("broker").alias(f"broker_{other}"), "base_offset", "last_offset", "crc")
-    joined = pairs.join(mine, ["topic", "partition", f"broker_{side}"])
-    return joined.join(theirs, ["topic", "partition", f"broker_{other}", "base_offset", "last_offset", "crc"], "left_anti")
-
-
 def _side_records(records: DataFrame, unmatched: DataFrame, side: str) -> DataFrame:
     recs = records.select(
         "topic", "partition", F.col("broker").alias(f"broker_{side}"), F.col("path"), F.col("batch_position").alias("position"),
@@ -122,14 +114,31 @@ def unmatched_batches(batches: DataFrame, replica_logs: DataFrame) -> tuple[Data
     of ``b`` on ``a``: all the records the comparison can find different lie in these (none: the
     replicas agree).
 
+    How: each batch (offsets and CRC) is grouped once with the brokers holding it; a batch every
+    live replica of its partition holds is nobody's unmatched batch and goes no further, so only
+    the rest (a diverged tail, a lagging follower's missing end) meets the replica pairs. One
+    aggregate over the batches, where an anti-join per pair and side read them all six times for
+    three replicas.
+
     ``batches`` must carry ``aborted`` (see ``with_txn_outcome``)."""
     # A batch failing its CRC is not readable data (it is a crc_mismatch finding of its own);
     # comparing its decoded records would report the damage a second time as divergence.
+    key = ["topic", "partition", "base_offset", "last_offset", "crc"]
     b = batches.where(F.coalesce(F.col("crc_valid"), F.lit(True))).select(
         "topic", "partition", "broker", "base_offset", "last_offset", "crc", *BATCH_COLS
     )
+    replicas = replica_logs.where(F.col("dir_state") == "live").groupBy("topic", "partition").agg(
+        F.countDistinct("broker").alias("_replicas"))
+    held = b.groupBy(*key).agg(F.collect_set("broker").alias("_holders")).join(replicas, ["topic", "partition"])
+    some = b.join(held.where(F.size("_holders") < F.col("_replicas")).drop("_replicas"), key)
     pairs = replica_pairs(replica_logs)
-    return _unmatched(b, pairs, "a", "b"), _unmatched(b, pairs, "b", "a")
+
+    def side(me: str, other: str) -> DataFrame:
+        mine = some.withColumnRenamed("broker", f"broker_{me}")
+        return pairs.join(mine, ["topic", "partition", f"broker_{me}"]).where(
+            ~F.array_contains("_holders", F.col(f"broker_{other}"))).drop("_holders")
+
+    return side("a", "b"), side("b", "a")
 
 
 def unmatched_windows(unmatched: tuple[DataFrame, DataFrame]) -> DataFrame:

@@ -62,8 +62,9 @@ def sized_confs(input_bytes: int | None, cores: int, remote: bool = False) -> di
 
     Why: on a small collection nearly all of an analysis is Spark's fixed cost per query, not data:
     Janino compiling whole-stage code for each of dozens of plans, C2 compiling Spark itself, a
-    task per shuffle partition. Below ``SMALL_INPUT`` whole-stage codegen is off, the JVM stays on its
-    quick C1 compiler and shuffles use one partition per core; the heap follows the input (512 MiB below
+    task per shuffle partition. Below ``SMALL_INPUT`` whole-stage codegen is off and shuffles use one
+    partition per core; at every known size the JVM stays on its quick C1 compiler with the serial
+    collector (``DRIVER_JVM_OPTIONS``); the heap follows the input (512 MiB below
     ``TINY_INPUT``, 1 GiB for other small collections, 2 GiB plus 1 per 4 GiB of input up to 8 GiB),
     so a small run stays light: the serial collector lets the heap grow to its cap before it collects,
     so the cap, not the data, sets the JVM's RSS (0.4 MB analyzed: 1434 MiB JVM RSS with 1 GiB,
@@ -82,18 +83,24 @@ def sized_confs(input_bytes: int | None, cores: int, remote: bool = False) -> di
         "spark.sql.shuffle.partitions": str(max(1, cores) if small else max(8, 4 * cores)),
     }
     if small:
-        confs |= {
-            # (``spark.sql.codegen.factoryMode=NO_CODEGEN`` would save more, but it is a testing
-            # conf and Spark's catalog cannot decode its Table objects without codegen)
-            "spark.sql.codegen.wholeStage": "false",
-            # (C1 alone reserves only 48 MB of code cache: Spark with the Hive catalog fills it, and
-            # then the JVM disables its compiler and interprets everything from there on. Metaspace
-            # grows to ~60 MB as Spark's classes load; from its first 21 MB on, each step up was a
-            # full GC that stops every thread: 3 of them, ~0.3 s, in a small analyze)
-            "spark.driver.extraJavaOptions": "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC -XX:ReservedCodeCacheSize=240m "
-                                             "-XX:MetaspaceSize=256m",
-        }
+        # (``spark.sql.codegen.factoryMode=NO_CODEGEN`` would save more, but it is a testing
+        # conf and Spark's catalog cannot decode its Table objects without codegen)
+        confs["spark.sql.codegen.wholeStage"] = "false"
+    if input_bytes is not None:
+        confs["spark.driver.extraJavaOptions"] = DRIVER_JVM_OPTIONS
     return confs
+
+
+# The driver JVM's flags at every known size. Why at every size, not only for small inputs: the
+# jobs read one row per run of batches, per replica, per range or per finding (the records only
+# where replicas differ), so at any depth the JVM runs many small queries and little data, and
+# C2's compiler threads and G1's concurrent ones only took the two cores from them (a 400 MB
+# partition's jobs phase: 40.9 s of CPU with the JVM's defaults, 20.8 s with these; the ingest's
+# heavy work is in the Python workers). C1 alone reserves only 48 MB of code cache: Spark with the
+# Hive catalog fills it, and then the JVM disables its compiler and interprets everything from
+# there on. Metaspace grows to ~60 MB as Spark's classes load; from its first 21 MB on, each step
+# up was a full GC that stops every thread (3 of them, ~0.3 s, in a small analyze).
+DRIVER_JVM_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC -XX:ReservedCodeCacheSize=240m -XX:MetaspaceSize=256m"
 
 
 MEMORY_ENV = "KF_DRIVER_MEMORY"
