@@ -25,6 +25,7 @@ from pathlib import Path
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from jobs.errors import InputError
 from parsers import segment
 from parsers.common import FileBytes
 from parsers.default_records import record_headers
@@ -35,7 +36,7 @@ from .salvageable import LEFT_OUT, SalvageRange, aborted_batches, content, salva
 INT32_MAX = 2**31 - 1
 
 
-class SalvageError(ValueError):
+class SalvageError(InputError, ValueError):
     """Unusable DIR, input or FILE, or nothing to salvage: one line on stderr, exit 2."""
 
 
@@ -97,7 +98,7 @@ def input_files(doc: dict, work: Path) -> dict[str, str]:
         raise SalvageError("findings.json names no input paths: cannot re-read the records")
     try:
         found = discover_inputs([Path(p) for p in paths], work)
-    except (OSError, ValueError) as exc:  # moved, deleted, no log dir any more
+    except (OSError, InputError) as exc:  # moved, deleted, no log dir any more
         raise SalvageError(f"inputs of the analysis: {exc}") from None
     return {f.path: f.abs_path for f in found.files}
 
@@ -260,5 +261,8 @@ def run_salvage(out_dir: Path, dest: str, topic: str | None = None, partition: i
     if not records:
         said = ", ".join(f"{n} {LEFT_OUT[k]}" for k, n in sorted(left.items()) if n) or "no replica's files hold them"
         raise SalvageError(f"nothing to salvage in {out_dir}{scope}: every record of {len(ranges)} ranges left out ({said})")
-    write_atomically(out, [salvage_line(r) for r in records])
+    try:
+        write_atomically(out, [salvage_line(r) for r in records])
+    except OSError as exc:  # the FILE the user named: no room, no way in
+        raise SalvageError(f"--out {dest}: cannot write: {exc.strerror or exc}") from None
     return Salvaged(str(out), len(records), sorted({r["finding_id"] for r in records}), dict(left))

@@ -31,6 +31,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from jobs.errors import InputError
+
 THRIFT_SERVER = "org.apache.spark.sql.hive.thriftserver.HiveThriftServer2"
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 10000
@@ -39,7 +41,7 @@ STOP_TIMEOUT = 30.0
 _PR_SET_PDEATHSIG = 1
 
 
-class ServeError(Exception):
+class ServeError(InputError):
     """Why DIR cannot be served: one line for the user."""
 
 
