@@ -228,8 +228,11 @@ def sql(
 def serve(
     out: Annotated[Path, typer.Argument(metavar="DIR", help="An output directory written by analyze or ingest.")],
     port: Annotated[int, typer.Option("--port", metavar="N", help="TCP port of the JDBC server.")] = 10000,
-    host: Annotated[str, typer.Option("--host", metavar="ADDR", help="Address to listen on (0.0.0.0: every interface; "
-                                      "the server has no authentication).")] = "127.0.0.1",
+    host: Annotated[str, typer.Option("--host", metavar="ADDR", help="Address to listen on (0.0.0.0: every interface). "
+                                      "Anything but loopback (127.0.0.1, ::1, localhost) needs --allow-unauthenticated.")] = "127.0.0.1",
+    allow_unauthenticated: Annotated[bool, typer.Option("--allow-unauthenticated", help="Listen on a --host beyond loopback although "
+                                                        "the server has no authentication: whoever reaches the port reads every "
+                                                        "table (payloads too, if DIR has them).")] = False,
     master: Master = "local[*]",
     quiet: Quiet = False,
     verbose: Traceback = False,
@@ -249,7 +252,7 @@ def serve(
                   f"  {serve_mod.beeline_line(host, port)}", file=sys.stderr, flush=True)
 
     try:
-        code = serve_mod.serve(out, host, port, master, ready=ready)
+        code = serve_mod.serve(out, host, port, master, ready=ready, allow_unauthenticated=allow_unauthenticated)
     except InputError as exc:  # ServeError, DriverMemoryError (KF_DRIVER_MEMORY)
         raise fail(str(exc)) from None
     raise typer.Exit(code)

@@ -34,6 +34,7 @@ from parsers.names import base_offset_from_name
 from .salvageable import LEFT_OUT, SalvageRange, aborted_batches, content, salvage_ranges, select_records
 
 INT32_MAX = 2**31 - 1
+FILE_MODE = 0o600  # FILE holds record keys and values: its owner's alone, whatever the umask
 
 
 class SalvageError(InputError, ValueError):
@@ -207,10 +208,13 @@ def check_destination(dest: str, where: dict[str, str], doc: dict) -> Path:
 
 
 def write_atomically(out: Path, lines: list[dict]) -> None:
-    """FILE as JSON Lines, through a temporary file beside it: a reader sees all of it or none."""
+    """FILE as JSON Lines, through a temporary file beside it: a reader sees all of it or none.
+    The temporary file is made ``FILE_MODE`` before a byte is written, and the rename keeps it:
+    payloads are never readable by others, not even for the time of the write."""
     out.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{out.name}-", dir=out.parent)
     try:
+        os.fchmod(fd, FILE_MODE)  # (mkstemp's own mode today; said here, not left to it)
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
             for line in lines:
                 fh.write(json.dumps(line) + "\n")
