@@ -9,17 +9,19 @@ the swap (it stores absolute locations). The jobs and the report run inside that
 from __future__ import annotations
 
 import logging
+import os
 import sys
 import time
 from pathlib import Path
 from typing import TextIO
 
+from jobs.errors import InputError
 from jobs.ingest.focus import Focus
 
 log = logging.getLogger(__name__)
 
 
-class AnalyzeError(ValueError):
+class AnalyzeError(InputError, ValueError):
     """Unusable input or arguments: the CLI prints it as one line and exits 2."""
 
 
@@ -34,6 +36,8 @@ def build(inputs: list[Path], out: Path, ledger: Path | None = None, master: str
 
     if ledger is not None and not ledger.is_file():
         raise AnalyzeError(f"--ledger {ledger}: no such file")
+    if ledger is not None and not os.access(ledger, os.R_OK):
+        raise AnalyzeError(f"--ledger {ledger}: not readable")
     t0 = time.monotonic()
     with staged_ingest(inputs, out, master, progress=progress, spark=spark, register=register_catalog, focus=focus) as staged:
         from jobs.findings import run as forensics  # (Spark's modules: imported once the inputs proved usable)

@@ -1,16 +1,23 @@
 """The ``kafka-forensics`` command line (Typer). Commands stay thin: they hand off to parsers/,
-jobs/ and the report, and turn bad usage or unusable input into exit 2 with one line on stderr."""
+jobs/ and the report, and turn bad usage or unusable input (``jobs.errors.InputError``) into exit 2
+with one line on stderr. Any other exception is a bug of ours: one line saying so, exit 3
+(``Command``), the traceback too with -v."""
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import sys
+import traceback
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
+from typer import _click
+
+from jobs.errors import InputError
 
 from .cli_words import NativeCommand, NativeGroup
 
@@ -30,6 +37,40 @@ def fail(message: str, code: int = 2) -> typer.Exit:
     return typer.Exit(code)
 
 
+INTERNAL_ERROR = 3  # a bug of ours, not the user's input (0/1: verdict, 2: bad usage or input, 130: Ctrl-C)
+
+
+def internal_error(exc: BaseException, verbose: bool = False) -> typer.Exit:
+    """One line for an exception no command expected, exit 3; its traceback before it with -v. Why
+    not exit 2 or a bare traceback: a bug reported as bad usage sends the user looking for a mistake
+    they did not make, and a traceback ending in exit 1 reads as "found something"."""
+    if verbose:
+        traceback.print_exception(exc, file=sys.stderr)
+    said = next((line.strip() for line in str(exc).splitlines() if line.strip()), "")
+    print(f"internal error: {type(exc).__name__}: {said} (-v shows the traceback; please report it)", file=sys.stderr)
+    return typer.Exit(INTERNAL_ERROR)
+
+
+# what a command's exception may be that is not a bug: Typer's and click's own exits and usage
+# errors, Ctrl-C at a prompt (EOFError), and a closed stdout (handled by Typer and ``main``)
+_NOT_A_BUG = (_click.exceptions.ClickException, typer.Exit, typer.Abort, EOFError)
+
+
+class Command(NativeCommand):
+    """Every command: an exception its code did not turn into exit 2 (``fail``) is a bug, said as
+    ``internal_error`` (exit 3)."""
+
+    def invoke(self, ctx: _click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except _NOT_A_BUG:
+            raise
+        except Exception as exc:
+            if isinstance(exc, OSError) and exc.errno == errno.EPIPE:
+                raise
+            raise internal_error(exc, bool(ctx.params.get("verbose"))) from None
+
+
 def _written_at(out: Path) -> int | None:
     try:
         return (out / "run.json").stat().st_mtime_ns
@@ -47,7 +88,7 @@ def staged_run(out: Path) -> Iterator[None]:
     try:
         with interruptible():
             yield
-    except (FileNotFoundError, NotADirectoryError, ValueError) as exc:  # AnalyzeError, ArchiveError, NoLogDirError too
+    except InputError as exc:  # AnalyzeError, ArchiveError, NoLogDirError, OutputError ...
         raise fail(str(exc)) from None
     except Interrupted:
         if _written_at(out) != before:
@@ -85,10 +126,12 @@ SalvageFormat = format_option(SALVAGE_FORMATS, "text: the summary line on stderr
 FailOn = Annotated[str, typer.Option("--fail-on", metavar="error|warning|info",
                                      help="Exit 1 when a finding is at or above this severity.")]
 Quiet = Annotated[bool, typer.Option("--quiet", "-q", help="Only the result and errors: no progress bar, no log lines.")]
-Verbose = Annotated[bool, typer.Option("--verbose", "-v", help="Spark's own log lines too (its start-up warnings, WARN and above).")]
+Verbose = Annotated[bool, typer.Option("--verbose", "-v", help="Spark's own log lines too (its start-up warnings, WARN and above), "
+                                        "and the traceback of an internal error (exit 3).")]
+Traceback = Annotated[bool, typer.Option("--verbose", "-v", help="The traceback of an internal error (exit 3) too.")]
 
 
-@app.command(cls=NativeCommand)
+@app.command(cls=Command)
 def dump(
     file: Annotated[Path, typer.Argument(metavar="FILE", help="Any Kafka file: .log, .index, .timeindex, .txnindex, .snapshot, a checkpoint, leader-epoch-checkpoint, partition.metadata, meta.properties, quorum-state.")],
     json: Annotated[bool, typer.Option("--json", help='JSON Lines on stdout: one object per batch, record, entry or problem, with a "type"; '
@@ -97,6 +140,7 @@ def dump(
     payloads: Annotated[bool, typer.Option("--payloads", help="With --records: include key and value bytes (may hold personal data).")] = False,
     kind: Annotated[str | None, typer.Option("--kind", metavar="KIND", help="File kind, when the name does not tell (e.g. segment, offset_index, leader_epoch).")] = None,
     quiet: Quiet = False,
+    verbose: Traceback = False,
 ) -> None:
     """Decode one file, like kafka-dump-log but for every file kind and without a JVM.
 
@@ -109,14 +153,14 @@ def dump(
     try:
         found = dump_mod.run(file, kind=kind, as_json=json, records=records, payloads=payloads, out=sys.stdout.buffer)
         sys.stdout.flush()
-    except dump_mod.DumpError as exc:
+    except InputError as exc:  # DumpError
         raise fail(str(exc)) from None
     except BrokenPipeError:  # before Typer's own handler, which would exit 1 ("problems found")
         raise typer.Exit(stdout_closed()) from None
     raise typer.Exit(1 if found else 0)
 
 
-@app.command(cls=NativeCommand)
+@app.command(cls=Command)
 def ingest(
     inputs: Annotated[list[Path], typer.Argument(metavar="INPUT", help="Folders of broker dirs, broker dirs, log dirs, or .tar/.tar.gz/.tgz/.tar.xz/.zip of them.")],
     out: OutDir,
@@ -140,7 +184,7 @@ def ingest(
           f"{result.problems} problems -> {out}", file=sys.stderr)
 
 
-@app.command(cls=NativeCommand)
+@app.command(cls=Command)
 def sql(
     out: Annotated[Path, typer.Argument(metavar="DIR", help="An output directory written by ingest or analyze.")],
     query: Annotated[str | None, typer.Argument(metavar="QUERY", help="A Spark SQL query; without it, an interactive prompt.")] = None,
@@ -155,7 +199,7 @@ def sql(
     Example: kafka-forensics sql /tmp/case1 "select broker, topic, partition, count(*) from records group by 1,2,3"
     """
     from jobs.store import catalog
-    from jobs.store.spark import RemoteUnreachable, is_remote_url
+    from jobs.store.spark import is_remote_url
 
     from . import sql as sql_mod
 
@@ -169,25 +213,29 @@ def sql(
         tables = catalog.tables_of_query(query, catalog.table_names(out))
     try:
         spark = catalog.open_catalog(out, master) if tables is None else catalog.open_views(out, tables, master)
-    except (FileNotFoundError, RemoteUnreachable, ValueError) as exc:
+    except InputError as exc:  # CatalogError, RemoteUnreachable, DriverMemoryError
         raise fail(str(exc)) from None
     if query is None:
         sql_mod.repl(spark, format)
         return
     try:
         sql_mod.run_query(spark, query, format)
-    except Exception as exc:  # AnalysisException, ParseException: bad usage
-        raise fail(str(exc).strip().splitlines()[0]) from None
+    except InputError as exc:  # QueryError: Spark refused the query or failed running it
+        raise fail(str(exc)) from None
 
 
-@app.command(cls=NativeCommand)
+@app.command(cls=Command)
 def serve(
     out: Annotated[Path, typer.Argument(metavar="DIR", help="An output directory written by analyze or ingest.")],
     port: Annotated[int, typer.Option("--port", metavar="N", help="TCP port of the JDBC server.")] = 10000,
-    host: Annotated[str, typer.Option("--host", metavar="ADDR", help="Address to listen on (0.0.0.0: every interface; "
-                                      "the server has no authentication).")] = "127.0.0.1",
+    host: Annotated[str, typer.Option("--host", metavar="ADDR", help="Address to listen on (0.0.0.0: every interface). "
+                                      "Anything but loopback (127.0.0.1, ::1, localhost) needs --allow-unauthenticated.")] = "127.0.0.1",
+    allow_unauthenticated: Annotated[bool, typer.Option("--allow-unauthenticated", help="Listen on a --host beyond loopback although "
+                                                        "the server has no authentication: whoever reaches the port reads every "
+                                                        "table (payloads too, if DIR has them).")] = False,
     master: Master = "local[*]",
     quiet: Quiet = False,
+    verbose: Traceback = False,
 ) -> None:
     """Serve DIR's tables over JDBC/ODBC (Spark's Thrift server) until Ctrl-C, for beeline, DBeaver or Superset.
 
@@ -204,8 +252,8 @@ def serve(
                   f"  {serve_mod.beeline_line(host, port)}", file=sys.stderr, flush=True)
 
     try:
-        code = serve_mod.serve(out, host, port, master, ready=ready)
-    except (serve_mod.ServeError, ValueError) as exc:  # (ValueError: KF_DRIVER_MEMORY)
+        code = serve_mod.serve(out, host, port, master, ready=ready, allow_unauthenticated=allow_unauthenticated)
+    except InputError as exc:  # ServeError, DriverMemoryError (KF_DRIVER_MEMORY)
         raise fail(str(exc)) from None
     raise typer.Exit(code)
 
@@ -239,7 +287,7 @@ def _log_to_stderr(quiet: bool = False, verbose: bool = False) -> None:
         logging.getLogger(name).addHandler(handler)
 
 
-@app.command(cls=NativeCommand)
+@app.command(cls=Command)
 def report(
     out: Annotated[Path, typer.Argument(metavar="DIR", help="An output directory written by analyze (findings.json, tables/).")],
     format: ReportFormat = "text",
@@ -247,6 +295,7 @@ def report(
     output: Annotated[str | None, typer.Option("--output", "-o", metavar="FILE", help="With --format html: copy the report to FILE and "
                                                "print that path instead; '-' prints the HTML itself to stdout.")] = None,
     quiet: Quiet = False,
+    verbose: Traceback = False,
 ) -> None:
     """Re-render the report of an analyzed directory without re-parsing (no Spark needed).
 
@@ -255,16 +304,16 @@ def report(
 
     Example: kafka-forensics report out/ --format text
     """
-    from .report import ReportError, run_report
+    from .report import run_report
 
     try:
         code = run_report(out, format, sys.stdout, fail_on, output)
-    except (ReportError, ValueError) as exc:
+    except InputError as exc:  # ReportError
         raise fail(str(exc)) from None
     raise typer.Exit(code)
 
 
-@app.command(cls=NativeCommand)
+@app.command(cls=Command)
 def analyze(
     inputs: Annotated[list[Path], typer.Argument(metavar="INPUT", help="Collected broker dirs, log dirs or archives of them (several allowed).")],
     out: AnalyzeOutDir,
@@ -292,7 +341,7 @@ def analyze(
     raise typer.Exit(code)
 
 
-@app.command(cls=NativeCommand)
+@app.command(cls=Command)
 def demo(
     out: DemoOutDir = Path("kafka-forensics-demo"),
     scenario: Annotated[list[str] | None, typer.Option("--scenario", metavar="NAME", help="A scenario name (repeatable; see --list); default: all of them.")] = None,
@@ -319,12 +368,12 @@ def demo(
     try:
         code = demo_mod.run(out, scenario, seed=seed, stream=sys.stdout, records=records, partitions=partitions,
                             brokers=brokers, segment_bytes=segment_bytes, codec=codec)
-    except (demo_mod.DemoError, ValueError, FileExistsError) as exc:
+    except InputError as exc:  # DemoError
         raise fail(str(exc)) from None
     raise typer.Exit(code)
 
 
-@app.command(cls=NativeCommand)
+@app.command(cls=Command)
 def salvage(
     out: Annotated[Path, typer.Argument(metavar="DIR", help="An output directory written by analyze (findings.json, tables/files).")],
     file: Annotated[str, typer.Option("--out", metavar="FILE", help="Where the JSON Lines go (written atomically; never '-': "
@@ -333,6 +382,7 @@ def salvage(
     partition: Annotated[int | None, typer.Option("--partition", metavar="N", help="Only this partition.")] = None,
     format: SalvageFormat = "text",
     quiet: Quiet = False,
+    verbose: Traceback = False,
 ) -> None:
     """Export every record of a lost or divergent range that a replica still holds, as JSON Lines ready to replay.
 
@@ -341,13 +391,13 @@ def salvage(
 
     Example: kafka-forensics salvage incident-42 --out salvage.jsonl --topic orders
     """
-    from .salvage import SalvageError, run_salvage
+    from .salvage import run_salvage
 
     if format not in SALVAGE_FORMATS:
         raise fail(f"--format must be one of {', '.join(SALVAGE_FORMATS)}")
     try:
         done = run_salvage(out, file, topic=topic, partition=partition)
-    except SalvageError as exc:
+    except InputError as exc:  # SalvageError
         raise fail(str(exc)) from None
     if not quiet:
         print(f"kafka-forensics: {done.text()}", file=sys.stderr)
@@ -355,10 +405,11 @@ def salvage(
         print(json.dumps(done.to_json()))
 
 
-@app.command(cls=NativeCommand)
+@app.command(cls=Command)
 def collect(
     out: Annotated[Path | None, typer.Option("--out", metavar="FILE", help="Write the script to FILE (executable) instead of printing it.")] = None,
     quiet: Quiet = False,
+    verbose: Traceback = False,
 ) -> None:
     """Print the collector to run on each broker host: a POSIX sh script (no Python, no Java).
 
@@ -377,7 +428,7 @@ def collect(
         return
     try:
         collect_mod.write(out)
-    except OSError as exc:
+    except OSError as exc:  # the FILE the user named
         raise fail(f"{out}: {exc.strerror or exc}") from None
     if not quiet:
         print(f"wrote {out}; on each broker host run: sh {out.name} -o OUT_DIR SERVER_PROPERTIES", file=sys.stderr)

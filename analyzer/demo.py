@@ -17,12 +17,15 @@ from collections import Counter
 from pathlib import Path
 from typing import TextIO
 
+from jobs.errors import InputError
 from parsers.files import detect, parse_path
-from sample_data.scenarios import SCENARIOS, generate, simulate
+from sample_data.scenarios import SCENARIOS, generate, simulate, unusable_size
+from sample_data.sim.cluster import Size
 
 
-class DemoError(Exception):
-    """Bad usage (an unknown scenario): the CLI turns it into exit 2."""
+class DemoError(InputError):
+    """Bad usage (an unknown scenario, a size the scenarios cannot take, an --out in use): the CLI
+    turns it into exit 2."""
 
 
 def parser_summary(path: Path) -> dict:
@@ -169,12 +172,22 @@ def run(out: Path, names: list[str] | None, *, seed: int = 0, master: str = "loc
     unknown = [n for n in names if n not in SCENARIOS]
     if unknown:
         raise DemoError(f"unknown scenario {unknown[0]!r}; one of {', '.join(SCENARIOS)}")
+    if (why := unusable_size(Size(**size))) is not None:
+        raise DemoError(why)
+    if out.exists() and not out.is_dir():
+        raise DemoError(f"--out {out}: not a directory")
+    foreign = [out / n for n in names if (out / n).exists() and not (out / n / "ground_truth.json").exists()]
+    if foreign:
+        raise DemoError(f"{foreign[0]} exists and was not written by the demo; choose another --out")
     spark = None
     bad, rows = 0, []
     try:
         for i, name in enumerate(names, 1):
             t0 = time.monotonic()
-            path = generate(name, out, seed=seed, **size)
+            try:
+                path = generate(name, out, seed=seed, **size)
+            except OSError as exc:  # the --out the user named: full, read-only, a file in the way
+                raise DemoError(f"cannot write {out / name}: {exc.strerror or exc}") from None
             truth = json.loads((path / "ground_truth.json").read_text(encoding="utf-8"))
             _show(name, path, truth, stream, counter=f"{i}/{len(names)} ")
             if not analyze:

@@ -18,6 +18,7 @@ from typing import BinaryIO
 
 import pyarrow as pa
 
+from jobs.errors import InputError
 from parsers import files
 from parsers.common import Parsed
 from parsers.names import kind_before_pending
@@ -34,7 +35,7 @@ PENDING_NOTES = {
 FAST_ROWS = 256  # rows (batches + records) of a piece from which analyzer.lines writes it
 
 
-class DumpError(Exception):
+class DumpError(InputError):
     """Bad usage or an unusable file: the CLI prints it as one line and exits 2."""
 
 

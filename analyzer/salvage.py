@@ -25,6 +25,7 @@ from pathlib import Path
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from jobs.errors import InputError
 from parsers import segment
 from parsers.common import FileBytes
 from parsers.default_records import record_headers
@@ -33,9 +34,10 @@ from parsers.names import base_offset_from_name
 from .salvageable import LEFT_OUT, SalvageRange, aborted_batches, content, salvage_ranges, select_records
 
 INT32_MAX = 2**31 - 1
+FILE_MODE = 0o600  # FILE holds record keys and values: its owner's alone, whatever the umask
 
 
-class SalvageError(ValueError):
+class SalvageError(InputError, ValueError):
     """Unusable DIR, input or FILE, or nothing to salvage: one line on stderr, exit 2."""
 
 
@@ -97,7 +99,7 @@ def input_files(doc: dict, work: Path) -> dict[str, str]:
         raise SalvageError("findings.json names no input paths: cannot re-read the records")
     try:
         found = discover_inputs([Path(p) for p in paths], work)
-    except (OSError, ValueError) as exc:  # moved, deleted, no log dir any more
+    except (OSError, InputError) as exc:  # moved, deleted, no log dir any more
         raise SalvageError(f"inputs of the analysis: {exc}") from None
     return {f.path: f.abs_path for f in found.files}
 
@@ -206,10 +208,13 @@ def check_destination(dest: str, where: dict[str, str], doc: dict) -> Path:
 
 
 def write_atomically(out: Path, lines: list[dict]) -> None:
-    """FILE as JSON Lines, through a temporary file beside it: a reader sees all of it or none."""
+    """FILE as JSON Lines, through a temporary file beside it: a reader sees all of it or none.
+    The temporary file is made ``FILE_MODE`` before a byte is written, and the rename keeps it:
+    payloads are never readable by others, not even for the time of the write."""
     out.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{out.name}-", dir=out.parent)
     try:
+        os.fchmod(fd, FILE_MODE)  # (mkstemp's own mode today; said here, not left to it)
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
             for line in lines:
                 fh.write(json.dumps(line) + "\n")
@@ -260,5 +265,8 @@ def run_salvage(out_dir: Path, dest: str, topic: str | None = None, partition: i
     if not records:
         said = ", ".join(f"{n} {LEFT_OUT[k]}" for k, n in sorted(left.items()) if n) or "no replica's files hold them"
         raise SalvageError(f"nothing to salvage in {out_dir}{scope}: every record of {len(ranges)} ranges left out ({said})")
-    write_atomically(out, [salvage_line(r) for r in records])
+    try:
+        write_atomically(out, [salvage_line(r) for r in records])
+    except OSError as exc:  # the FILE the user named: no room, no way in
+        raise SalvageError(f"--out {dest}: cannot write: {exc.strerror or exc}") from None
     return Salvaged(str(out), len(records), sorted({r["finding_id"] for r in records}), dict(left))

@@ -6,6 +6,11 @@ the Hive JDBC driver beeline uses), and it opens the same Derby metastore ``sql`
 same confs (``jobs.store.spark.catalog_confs``). pip's pyspark has no ``start-thriftserver.sh``,
 so the server is ``spark-submit --class HiveThriftServer2``, run in the foreground as a child.
 
+The server has no authentication: whoever reaches its port reads every table (record keys and
+values too, when DIR was ingested with ``--payloads``). So it listens on loopback only unless
+``--allow-unauthenticated`` says the user means another address (``check_host``, before anything
+starts).
+
 Embedded Derby lets one JVM at a time open a metastore: the server takes DIR's catalog as ``sql``
 does (``catalog.claim``, Derby's own lock checked too) and refuses, in one line, when another
 process has it. While it runs, ``sql`` on the same DIR falls back to a private catalog.
@@ -20,6 +25,7 @@ from __future__ import annotations
 import collections
 import contextlib
 import ctypes
+import ipaddress
 import os
 import shutil
 import signal
@@ -31,6 +37,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from jobs.errors import InputError
+
 THRIFT_SERVER = "org.apache.spark.sql.hive.thriftserver.HiveThriftServer2"
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 10000
@@ -39,8 +47,46 @@ STOP_TIMEOUT = 30.0
 _PR_SET_PDEATHSIG = 1
 
 
-class ServeError(Exception):
+class ServeError(InputError):
     """Why DIR cannot be served: one line for the user."""
+
+
+def is_loopback(host: str) -> bool:
+    """Whether ``host`` reaches this machine only: a loopback address (127.0.0.0/8, ::1, also as
+    ::ffff:127.x), ``localhost``, or a name every address of which is loopback. A wildcard
+    (0.0.0.0, ::, "") is every interface, not loopback."""
+    try:
+        ip = ipaddress.ip_address(host)
+    except ValueError:
+        if host.lower() == "localhost":
+            return True
+        try:
+            found = {info[4][0] for info in socket.getaddrinfo(host, None)} if host else set()
+        except (OSError, UnicodeError):
+            return False
+        return bool(found) and all(_loopback_ip(a) for a in found)
+    return _loopback_ip(str(ip))
+
+
+def _loopback_ip(text: str) -> bool:
+    """An address (a zone ``%eth0`` dropped) in 127.0.0.0/8 or ::1; an IPv4-mapped IPv6 address is
+    judged as the IPv4 address it carries, as the kernel routes it."""
+    try:
+        ip = ipaddress.ip_address(text.split("%", 1)[0])
+    except ValueError:
+        return False
+    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
+        ip = ip.ipv4_mapped
+    return ip.is_loopback
+
+
+def check_host(host: str, allow_unauthenticated: bool = False) -> None:
+    """Refuse (ServeError) to listen beyond loopback unless the user said so: the Thrift server
+    authenticates no one (any user name and password), so on another address every table, payloads
+    included, is open to whoever reaches the port."""
+    if not allow_unauthenticated and not is_loopback(host):
+        raise ServeError(f"--host {host or repr(host)}: not a loopback address, and the JDBC server has no authentication "
+                         "(anyone who reaches the port reads every table); pass --allow-unauthenticated to serve it anyway")
 
 
 def spark_home() -> Path:
@@ -157,9 +203,11 @@ def stop(proc: subprocess.Popen, timeout: float = STOP_TIMEOUT) -> None:
 
 
 def serve(out: Path, host: str = DEFAULT_HOST, port: int = DEFAULT_PORT, master: str = "local[*]",
-          ready: Callable[[], None] | None = None) -> int:
+          ready: Callable[[], None] | None = None, allow_unauthenticated: bool = False) -> int:
     """Run the server until Ctrl-C/SIGTERM (0) or until it dies on its own (ServeError). ``ready``
-    is called once the port accepts connections."""
+    is called once the port accepts connections. A ``host`` beyond loopback needs
+    ``allow_unauthenticated`` (``check_host``)."""
+    check_host(host, allow_unauthenticated)
     from jobs.store import catalog
     from jobs.store.spark import _quiet_java_logs, scratch_dir
 

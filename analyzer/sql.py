@@ -8,11 +8,18 @@ import sys
 from pathlib import Path
 from typing import TextIO
 
+from pyspark.errors import PySparkException, PythonException
 from pyspark.sql import DataFrame, SparkSession
+
+from jobs.errors import InputError
 
 FORMATS = ("table", "json", "csv")
 HISTORY = Path(os.environ.get("KF_SQL_HISTORY", Path.home() / ".kafka_forensics_sql_history"))
 MAX_TABLE_ROWS = 10_000
+
+
+class QueryError(InputError):
+    """Spark refused the query or failed running it: its first line, exit 2."""
 
 
 def emit(df: DataFrame, fmt: str, out: TextIO | None = None) -> int:
@@ -43,7 +50,23 @@ def emit(df: DataFrame, fmt: str, out: TextIO | None = None) -> int:
 
 
 def run_query(spark: SparkSession, query: str, fmt: str = "table", out: TextIO | None = None) -> int:
-    return emit(spark.sql(query), fmt, out)
+    """Run ``query`` and print its rows (``emit``); a query Spark refuses or fails is a ``QueryError``."""
+    try:
+        return emit(spark.sql(query), fmt, out)
+    except PySparkException as exc:
+        if not the_querys(exc):
+            raise
+        said = str(exc).strip()
+        raise QueryError(said.splitlines()[0] if said else type(exc).__name__) from None
+
+
+def the_querys(exc: PySparkException) -> bool:
+    """Whether Spark's error is the query's fault: one the JVM raised, refusing the query
+    (AnalysisException, ParseException) or failing as it ran (a cast ANSI mode refuses ...),
+    locally or over Connect. Not a Python worker's (PythonException: code of ours), nor pyspark's
+    own Python-side checks, which are builtins' errors too (PySparkValueError is a ValueError ...)."""
+    return not isinstance(exc, (PythonException, ValueError, TypeError, LookupError, AttributeError, RuntimeError,
+                                AssertionError, ImportError))
 
 
 def repl(spark: SparkSession, fmt: str = "table") -> None:
@@ -79,8 +102,8 @@ def repl(spark: SparkSession, fmt: str = "table") -> None:
         buf = []
         try:
             run_query(spark, text.rstrip(";"), fmt)
-        except Exception as exc:  # AnalysisException, ParseException...: show and go on
-            print(f"error: {str(exc).splitlines()[0]}", file=sys.stderr)
+        except QueryError as exc:  # AnalysisException, ParseException...: show and go on
+            print(f"error: {exc}", file=sys.stderr)
     if readline is not None:
         try:
             readline.write_history_file(HISTORY)

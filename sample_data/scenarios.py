@@ -14,6 +14,7 @@ from collections.abc import Callable
 from dataclasses import asdict, fields
 from pathlib import Path
 
+from parsers.codecs import CODEC_NAMES
 from sample_data.sim.cluster import LAG_TIME_MAX_MS, Cluster, Size
 from sample_data.sim.materialize import materialize
 from sample_data.sim.truth import expected_findings, must_not_report, replica_summary
@@ -334,14 +335,25 @@ TRUNCATION_RULE = {"hw-two-fetch": "hw", "kafka-1211-divergence": "hw", "double-
 SIZE_FIELDS = {f.name for f in fields(Size)}
 
 
+def unusable_size(sz: Size) -> str | None:
+    """Why no scenario can be made at ``sz`` (None: they can), so ``demo`` refuses bad options
+    before it writes anything."""
+    if sz.brokers < 2 or sz.partitions < 1 or sz.records < sz.batch_records:
+        return (f"scenarios need at least 2 brokers, 1 partition and one batch of records ({sz.batch_records}); "
+                f"got {sz.brokers} brokers, {sz.partitions} partitions, {sz.records} records")
+    if sz.codec not in CODEC_NAMES:
+        return f"unknown codec {sz.codec!r}; expected one of {', '.join(CODEC_NAMES)}"
+    return None
+
+
 def simulate(name: str, seed: int = 0, truncation: str | None = None, **size) -> tuple[Cluster, Size, str]:
     """Run a scenario in memory only (tests of mechanics, and ``generate``)."""
     unknown = set(size) - SIZE_FIELDS
     if unknown:
         raise TypeError(f"unknown size options {sorted(unknown)}; expected some of {sorted(SIZE_FIELDS)}")
     sz = Size(**size)
-    if sz.brokers < 2 or sz.partitions < 1 or sz.records < sz.batch_records:
-        raise ValueError("scenarios need at least 2 brokers, 1 partition and one batch of records")
+    if (why := unusable_size(sz)) is not None:
+        raise ValueError(why)
     cluster = _cluster(sz, seed, truncation or TRUNCATION_RULE.get(name, "kip279"))
     description = SCENARIOS[name](cluster, sz)
     return cluster, sz, description

@@ -14,8 +14,11 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
+import os
+import stat
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 from conftest import GOLDEN, REAL, REPO, read_jsonl
@@ -220,6 +223,23 @@ def test_refuses_stdout_and_the_inputs(sim, tmp_path):
         res = salvage(out, "--out", dest)
         assert res.returncode == 2 and res.stderr.count("\n") == 1 and res.stdout == "", res.stderr
     assert seg.read_bytes() == before and not (data / "broker-1" / "new.jsonl").exists()
+
+
+def test_the_salvage_file_is_its_owners_alone(sim, salvaged, tmp_path):
+    """FILE holds keys and values: mode 0600 however it is made, new or replacing a file others
+    could read, under a umask that would let them."""
+    res, _ = salvaged
+    made = Path(json.loads(res.stdout)["out"])
+    assert stat.S_IMODE(made.stat().st_mode) == 0o600
+    _, out = sim
+    dest = tmp_path / "shared.jsonl"
+    dest.write_text("old\n")
+    dest.chmod(0o644)
+    again = subprocess.run([sys.executable, "-m", "analyzer.cli", "salvage", str(out), "--out", str(dest)], capture_output=True,
+                           text=True, cwd=REPO, timeout=300, preexec_fn=lambda: os.umask(0))
+    assert again.returncode == 0, again.stderr
+    assert stat.S_IMODE(dest.stat().st_mode) == 0o600 and dest.read_text() != "old\n"
+    assert [p.name for p in tmp_path.iterdir()] == ["shared.jsonl"], "no temporary file left beside it"
 
 
 def test_not_analyzed_dir(tmp_path):

@@ -156,3 +156,49 @@ def test_not_an_analyzed_dir_and_a_taken_port(tmp_path):
         s.listen()
         proc = subprocess.run([CLI, "serve", str(tmp_path), "--port", str(s.getsockname()[1])], env=_env(), capture_output=True, text=True, timeout=120)
     assert proc.returncode == 2 and proc.stderr.count("\n") == 1 and "cannot listen on 127.0.0.1:" in proc.stderr
+
+
+# ---------------------------------------------------------------- who may connect (no Spark: refused or stopped before)
+
+
+def _serve_cli(monkeypatch, tmp_path, *args: str):
+    """``serve`` in this process, stopped at its first step past the host check (the port check,
+    before anything is started) by a port check that says so: exit 2, "port checked on HOST"."""
+    from typer.testing import CliRunner
+
+    from analyzer import serve as serve_mod
+    from analyzer.cli import app
+
+    def port_checked(host, port):
+        raise serve_mod.ServeError(f"port checked on {host}")
+
+    monkeypatch.setattr(serve_mod, "check_port", port_checked)
+    return CliRunner().invoke(app, ["serve", str(tmp_path), *args])
+
+
+@pytest.mark.parametrize("host", ["0.0.0.0", "::", "192.0.2.10", "example.invalid"])
+def test_a_host_beyond_loopback_is_refused_before_anything_starts(monkeypatch, tmp_path, host):
+    res = _serve_cli(monkeypatch, tmp_path, "--host", host)
+    assert res.exit_code == 2 and res.stderr.count("\n") == 1, res.stderr
+    assert res.stderr.startswith(f"kafka-forensics: --host {host}: not a loopback address") and "--allow-unauthenticated" in res.stderr
+
+
+@pytest.mark.parametrize("host", ["127.0.0.1", "::1", "localhost", "127.0.0.2"])
+def test_loopback_hosts_are_served_as_before(monkeypatch, tmp_path, host):
+    res = _serve_cli(monkeypatch, tmp_path, "--host", host)
+    assert (res.exit_code, res.stderr) == (2, f"kafka-forensics: port checked on {host}\n")
+
+
+def test_allow_unauthenticated_serves_any_host(monkeypatch, tmp_path):
+    res = _serve_cli(monkeypatch, tmp_path, "--host", "0.0.0.0", "--allow-unauthenticated")
+    assert (res.exit_code, res.stderr) == (2, "kafka-forensics: port checked on 0.0.0.0\n")
+
+
+@pytest.mark.parametrize(("host", "loopback"), [
+    ("127.0.0.1", True), ("127.255.0.9", True), ("::1", True), ("::ffff:127.0.0.1", True), ("LocalHost", True),
+    ("0.0.0.0", False), ("::", False), ("", False), ("10.0.0.1", False), ("fe80::1", False), ("::ffff:10.0.0.1", False),
+])  # fmt: skip
+def test_is_loopback(host, loopback):
+    from analyzer.serve import is_loopback
+
+    assert is_loopback(host) is loopback

@@ -34,7 +34,7 @@ def exit_code(findings: Iterable[Mapping[str, Any]] | Mapping[str, Any], fail_on
 
     Accepts the findings list or the whole findings.json document."""
     if fail_on not in SEVERITY_RANK:
-        raise ValueError(f"--fail-on must be one of {', '.join(FAIL_ON)}, not {fail_on!r}")
+        raise ReportError(f"--fail-on must be one of {', '.join(FAIL_ON)}, not {fail_on!r}")
     if isinstance(findings, Mapping):
         findings = findings.get("findings") or []
     threshold = SEVERITY_RANK[fail_on]
@@ -69,9 +69,9 @@ def write_html(out_dir: Path | str, data: ReportData | None = None, shown_dir: P
 def _check_format(fmt: str, output: str | None) -> None:
     """Bad usage, before anything is read or written."""
     if fmt not in FORMATS:
-        raise ValueError(f"--format must be one of {', '.join(FORMATS)}, not {fmt!r}")
+        raise ReportError(f"--format must be one of {', '.join(FORMATS)}, not {fmt!r}")
     if output is not None and fmt != "html":
-        raise ValueError(f"--output applies to --format html only, not {fmt}")
+        raise ReportError(f"--output applies to --format html only, not {fmt}")
 
 
 def render(out_dir: Path | str, fmt: str, stream: TextIO | None = None, data: ReportData | None = None,
@@ -120,12 +120,15 @@ def _copy(report: Path, dest: Path) -> Path:
 def run_report(out_dir: Path | str, fmt: str = "text", stream: TextIO | None = None, fail_on: str = "error",
                output: str | None = None) -> int:
     """What ``report DIR`` (and the end of ``analyze``) does: rewrite report.html, print ``fmt``
-    (``output``: see ``render``), return the exit code for ``fail_on``. Raises ReportError/ValueError
-    for unusable input."""
+    (``output``: see ``render``), return the exit code for ``fail_on``. Raises ReportError for unusable
+    input or a bad option."""
     if fail_on not in SEVERITY_RANK:
-        raise ValueError(f"--fail-on must be one of {', '.join(FAIL_ON)}, not {fail_on!r}")
+        raise ReportError(f"--fail-on must be one of {', '.join(FAIL_ON)}, not {fail_on!r}")
     _check_format(fmt, output)
     data = load(out_dir)
-    write_html(out_dir, data)
+    try:
+        write_html(out_dir, data)
+    except OSError as exc:  # DIR, the user's: read-only, full
+        raise ReportError(f"{out_dir}: cannot write report.html: {exc.strerror or exc}") from None
     render(out_dir, fmt, stream, data, output)
     return exit_code(data.findings, fail_on)

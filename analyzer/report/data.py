@@ -19,6 +19,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.dataset as ds
 
+from jobs.errors import InputError
 from jobs.findings.severity import SEVERITIES, SEVERITY_RANK
 
 from .era import Era, guess_era
@@ -32,8 +33,9 @@ TABLES = ("brokers", "files", "replica_logs", "offset_ranges", "epoch_lineage", 
 OPTIONAL_TABLES = frozenset({"meta_properties", "restart_preview", "remote_segments"})
 
 
-class ReportError(Exception):
-    """The DIR holds nothing a report can be made of (the CLI turns this into exit 2)."""
+class ReportError(InputError, ValueError):
+    """The DIR holds nothing a report can be made of, or an option's value is not one the report
+    takes (the CLI turns this into exit 2)."""
 
 
 PartitionKey = tuple[str, int]

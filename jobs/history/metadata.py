@@ -102,8 +102,7 @@ def _replay(pdf: pd.DataFrame) -> pd.DataFrame:
             continue
         if r.record_type == "REMOVE_TOPIC_RECORD":
             for p, s in sorted(state.items()):
-                rows.append({**base, **_state_cols(s), "partition": p, "event": "topic_removed",
-                             "detail": f"topic {name} removed"})
+                rows.append(_event(base, p, s, "topic_removed", f"topic {name} removed"))
             state.clear()
             continue
         p = data.get("partitionId")
@@ -123,8 +122,7 @@ def _replay(pdf: pd.DataFrame) -> pd.DataFrame:
                 continue
             else:
                 event, detail = "snapshot_state", f"state from snapshot: leader {new['leader']}, epoch {new['leader_epoch']}, ISR {new['isr']}"
-            rows.append({**base, **_state_cols(new), "partition": p, "event": event, "detail": detail,
-                         "election": None, "clean": None, **_prev_cols(prev)})
+            rows.append(_event(base, p, new, event, detail, prev=prev))
             continue
         # PARTITION_CHANGE_RECORD: merge (PartitionRegistration.merge)
         if prev is None:
@@ -181,11 +179,20 @@ def _replay(pdf: pd.DataFrame) -> pd.DataFrame:
             event, detail = "replicas_change", f"replicas {prev['replicas']} → {new['replicas']}"
         else:
             event, detail = "partition_change", "partition epoch bumped"
-        rows.append({**base, **_state_cols(new), "partition": p, "event": event, "detail": detail,
-                     "election": election, "clean": clean, **_prev_cols(prev)})
+        rows.append(_event(base, p, new, event, detail, prev=prev, election=election, clean=clean))
     out = pd.DataFrame(rows, columns=[f.name for f in METADATA_EVENTS.fields])
     out["topic"] = name
     return out
+
+
+def _event(base: dict, partition: int, state: dict, event: str, detail: str, *, prev: dict | None = None,
+           election: str | None = None, clean: bool | None = None) -> dict:
+    """One METADATA_EVENTS row with every field set, whatever the record. Why one builder: the
+    replay is an ``applyInPandas`` function, and a row built without a field (a topic deletion's had
+    no election or previous state) leaves NaN in that column, which Arrow cannot write as a list:
+    the whole analysis failed on one deleted topic."""
+    return {**base, **_state_cols(state), "partition": partition, "event": event, "detail": detail,
+            "election": election, "clean": clean, **_prev_cols(prev)}
 
 
 def _same(a: dict, b: dict) -> bool:

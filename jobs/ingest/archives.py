@@ -48,6 +48,7 @@ import zlib
 from dataclasses import dataclass
 from pathlib import Path
 
+from jobs.errors import InputError
 from parsers.files import detect
 
 log = logging.getLogger(__name__)
@@ -66,7 +67,7 @@ _COPY = 1 << 20
 _STREAM_ERRORS = (OSError, EOFError, tarfile.TarError, zlib.error, lzma.LZMAError, zipfile.BadZipFile)
 
 
-class ArchiveError(ValueError):
+class ArchiveError(InputError, ValueError):
     """The archive cannot be used at all (not readable, or over a bound); ``kind`` is the problem
     kind its row gets (``unreadable_file``, or ``unsafe_archive_entry`` for a bound)."""
 

@@ -25,6 +25,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from jobs.errors import InputError
 from jobs.ingest import archives
 from jobs.ingest.archives import text
 from jobs.ingest.focus import Focus
@@ -374,9 +375,14 @@ def discover(roots: list[Root]) -> Discovery:
 LOOKED_FOR = "meta.properties, broker checkpoints, or partition folders like orders-0 holding .log segments"
 
 
-class NoLogDirError(ValueError):
+class NoLogDirError(InputError, ValueError):
     """No input holds a log dir: nothing of any broker can be read, so there is nothing to analyze
     (and no verdict to give). The CLI prints it as one line and exits 2."""
+
+
+class InputPathError(InputError, ValueError):
+    """An INPUT that cannot be read as one: missing, unreadable, a lone Kafka file, or neither a
+    folder nor an archive. Refused before anything is extracted (one line, exit 2)."""
 
 
 def _root_name(root: Root) -> str:
@@ -464,9 +470,9 @@ def resolve_roots(inputs: list[Path], work_dir: Path) -> tuple[list[Root], list[
 
     for raw in inputs:  # every input first: a typo fails before a long extraction
         if not Path(raw).exists():
-            raise FileNotFoundError(f"{raw}: no such file or directory")
+            raise InputPathError(f"{raw}: no such file or directory")
         if not os.access(raw, os.R_OK):
-            raise ValueError(f"{raw}: not readable")
+            raise InputPathError(f"{raw}: not readable")
     inputs = _read_once(inputs)
     for i, raw in enumerate(inputs):
         path = Path(raw)
@@ -485,10 +491,10 @@ def resolve_roots(inputs: list[Path], work_dir: Path) -> tuple[list[Root], list[
                 continue
             roots.append(Root(dest, name_for(path), path.name))
         elif kind := detect(path.name):
-            raise ValueError(f"{path}: a Kafka file ({kind}), not a log dir; read it alone with `kafka-forensics dump {path}`, "
+            raise InputPathError(f"{path}: a Kafka file ({kind}), not a log dir; read it alone with `kafka-forensics dump {path}`, "
                              "or give the log dir that holds it")
         else:
-            raise ValueError(f"{path}: not a directory or a supported archive (.tar, .tar.gz, .tgz, .tar.xz, .zip)")
+            raise InputPathError(f"{path}: not a directory or a supported archive (.tar, .tar.gz, .tgz, .tar.xz, .zip)")
     return roots, problems
 
 

@@ -41,6 +41,7 @@ from pathlib import Path
 
 from pyspark.sql import SparkSession
 
+from jobs.errors import InputError
 from jobs.store.io import read_parquet
 from jobs.store.outdir import pause_point
 from jobs.store.spark import catalog_confs, get_session, is_remote_url, scratch_dir
@@ -204,6 +205,11 @@ def _quote(path: Path) -> str:
     return str(path).replace("\\", "\\\\").replace("'", "\\'")
 
 
+class CatalogError(InputError, ValueError):
+    """DIR's tables cannot be opened: no tables/ folder (not an ingest output), or a table Spark
+    cannot read. One line, exit 2."""
+
+
 def _ingested(out: Path) -> Path:
     """DIR, absolute, after ``recover`` (an interrupted swap finished or undone); it must hold tables/."""
     from jobs.store.outdir import recover
@@ -211,7 +217,7 @@ def _ingested(out: Path) -> Path:
     out = Path(out).absolute()
     recover(out)
     if not (out / "tables").is_dir():
-        raise FileNotFoundError(f"{out}: no tables/ folder (not an ingest output)")
+        raise CatalogError(f"{out}: no tables/ folder (not an ingest output)")
     return out
 
 
@@ -297,7 +303,7 @@ def open_views(out: Path, tables: list[str], master: str = "local[*]") -> SparkS
         try:
             read_parquet(spark, out.resolve() / "tables" / name, name).createOrReplaceTempView(name)
         except Exception as exc:  # (AnalysisException: a table folder without Parquet files, unreadable...)
-            raise ValueError(f"{out}: table {name} cannot be read: {str(exc).strip().splitlines()[0]}") from None
+            raise CatalogError(f"{out}: table {name} cannot be read: {str(exc).strip().splitlines()[0]}") from None
     return spark
 
 

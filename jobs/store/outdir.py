@@ -27,6 +27,8 @@ import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
+from jobs.errors import InputError
+
 log = logging.getLogger(__name__)
 
 _RENAME_EXCHANGE = 2
@@ -106,7 +108,7 @@ def swap_in(tmp: Path, out: Path) -> None:
     shutil.rmtree(old, ignore_errors=True)
 
 
-class OutputError(ValueError):
+class OutputError(InputError, ValueError):
     """DIR cannot be written: its filesystem is full or read-only, a file is in the way... The
     CLI prints it as one line and exits 2 (what the run needed is not there, like bad input)."""
 
@@ -151,7 +153,7 @@ def _prepare(out: Path, need: Callable[[], int] | None, existed: bool) -> Path:
     try:
         out.parent.mkdir(parents=True, exist_ok=True)
         if out.exists() and not out.is_dir():
-            raise NotADirectoryError(f"{out} exists and is not a directory")
+            raise OutputError(f"{out} exists and is not a directory")
         recover(out)
         tmp = out.parent / f"{out.name}.tmp-{os.getpid()}"
         shutil.rmtree(tmp, ignore_errors=True)

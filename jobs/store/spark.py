@@ -25,6 +25,8 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from jobs.errors import InputError
+
 if TYPE_CHECKING:  # imported when a session is asked for: ``interruptible`` must not pay for pyspark
     from pyspark.sql import SparkSession
 
@@ -109,6 +111,10 @@ MIN_DRIVER_MEMORY = 512 << 20  # Spark refuses a heap whose usable size is under
 _SIZE = re.compile(r"(\d+)([kmgt]?)", re.I)  # what the JVM's -Xmx takes
 
 
+class DriverMemoryError(InputError, ValueError):
+    """``KF_DRIVER_MEMORY`` is not a heap size Spark can start with: one line naming it, exit 2."""
+
+
 def driver_memory(default: str) -> str:
     """The driver heap: ``KF_DRIVER_MEMORY`` (a JVM size, ``4g``, ``1536m``) or ``default``.
 
@@ -119,10 +125,10 @@ def driver_memory(default: str) -> str:
         return default
     match = _SIZE.fullmatch(value)
     if match is None:
-        raise ValueError(f"{MEMORY_ENV}={value}: not a size (e.g. 4g, 1536m)")
+        raise DriverMemoryError(f"{MEMORY_ENV}={value}: not a size (e.g. 4g, 1536m)")
     size = int(match.group(1)) * 1024 ** "_kmgt".index((match.group(2) or "_").lower())
     if size < MIN_DRIVER_MEMORY:
-        raise ValueError(f"{MEMORY_ENV}={value} is below the 512m Spark needs to start (it keeps 300 MiB of any heap for itself)")
+        raise DriverMemoryError(f"{MEMORY_ENV}={value} is below the 512m Spark needs to start (it keeps 300 MiB of any heap for itself)")
     return value
 
 
@@ -223,7 +229,7 @@ REMOTE_SCHEME = "sc://"
 CONNECT_PORT = 15002  # Spark Connect's default port (SparkConnectClient's DEFAULT_PORT)
 
 
-class RemoteUnreachable(ValueError):
+class RemoteUnreachable(InputError, ValueError):
     """No Spark Connect server answers at the ``--remote`` URL: the CLI says so in one line, exit 2."""
 
 
@@ -301,7 +307,7 @@ def _cores(master: str) -> int:
     return os.cpu_count() or 1
 
 
-class OutOfMemory(ValueError):
+class OutOfMemory(InputError, ValueError):
     """Spark ran out of heap: one line naming the heap and how to give it more (the CLI exits 2:
     what the run needed was not there, as for a full disk), never a JVM stack trace."""
 

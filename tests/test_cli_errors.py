@@ -1,0 +1,72 @@
+"""Exit 2 is the user's (bad usage, unusable input: ``jobs.errors.InputError``), exit 3 is ours.
+
+A plain ``ValueError`` inside a job is a bug, whatever Python calls it: it must not be printed as
+a usage error (exit 2, "kafka-forensics: ..."), which sends the user looking for a mistake they did
+not make, nor end as a bare traceback with exit 1, which reads as "found something". No Spark here:
+the failures are made before any session starts.
+"""
+
+from __future__ import annotations
+
+import pytest
+from conftest import REAL
+from test_report_data import FINDINGS, make_out_dir
+from typer.testing import CliRunner
+
+from analyzer.cli import app
+
+LINE = "internal error: ValueError: boom (-v shows the traceback; please report it)\n"
+
+
+def _boom(*args, **kwargs):
+    raise ValueError("boom\nand a second line")
+
+
+@pytest.fixture
+def broken_discovery(monkeypatch):
+    """The analyze path's discovery (``jobs.ingest.run.discover_inputs``) raises a plain ValueError."""
+    import jobs.ingest.run
+
+    monkeypatch.setattr(jobs.ingest.run, "discover_inputs", _boom)
+
+
+def test_a_bug_in_analyze_is_one_line_and_exit_3(broken_discovery, tmp_path):
+    res = CliRunner().invoke(app, ["analyze", str(REAL / "crash-only"), "--out", str(tmp_path / "o"), "-q"])
+    assert (res.exit_code, res.stderr, res.stdout) == (3, LINE, "")
+    assert not (tmp_path / "o").exists()
+
+
+def test_verbose_shows_the_traceback_before_the_line(broken_discovery, tmp_path):
+    res = CliRunner().invoke(app, ["analyze", str(REAL / "crash-only"), "--out", str(tmp_path / "o"), "-q", "-v"])
+    assert res.exit_code == 3
+    assert res.stderr.startswith("Traceback (most recent call last):") and "in _boom" in res.stderr
+    assert res.stderr.endswith(LINE)
+
+
+def test_a_bug_in_report_is_not_bad_usage(monkeypatch, tmp_path):
+    """report caught ValueError as bad usage: a bug while rendering was exit 2."""
+    import analyzer.report
+
+    out = make_out_dir(tmp_path / "dir", findings=FINDINGS)
+    monkeypatch.setattr(analyzer.report, "write_html", _boom)
+    res = CliRunner().invoke(app, ["report", str(out)])
+    assert (res.exit_code, res.stderr) == (3, LINE)
+
+
+@pytest.mark.parametrize(("args", "said"), [
+    (["analyze", "{tmp}/nope", "--out", "{tmp}/o", "-q"], "{tmp}/nope: no such file or directory"),
+    (["analyze", str(REAL / "crash-only" / "broker-1" / "meta.properties"), "--out", "{tmp}/o", "-q"], "a Kafka file (meta_properties), not a log dir"),
+    (["analyze", str(REAL / "crash-only"), "--out", "{tmp}/o", "--format", "pdf", "-q"], "--format must be text, json or html, not 'pdf'"),
+    (["analyze", str(REAL / "crash-only"), "--out", "{tmp}/o", "--ledger", "{tmp}/none.jsonl", "-q"], "--ledger {tmp}/none.jsonl: no such file"),
+    (["analyze", str(REAL / "crash-only"), "--out", "{tmp}/file", "-q"], "{tmp}/file exists and is not a directory"),
+    (["report", "{tmp}/missing"], "{tmp}/missing: not a directory"),
+    (["demo", "--out", "{tmp}/d", "--brokers", "1", "-q"], "scenarios need at least 2 brokers"),
+    (["demo", "--out", "{tmp}/d", "--codec", "brotli", "-q"], "unknown codec 'brotli'"),
+    (["dump", "{tmp}/nope.log"], "{tmp}/nope.log: no such file"),
+])  # fmt: skip
+def test_bad_input_is_still_one_line_and_exit_2(tmp_path, args, said):
+    (tmp_path / "file").write_text("in the way")
+    res = CliRunner().invoke(app, [a.format(tmp=tmp_path) for a in args])
+    assert res.exit_code == 2, res.stderr
+    assert res.stderr.startswith("kafka-forensics: ") and res.stderr.count("\n") == 1, res.stderr
+    assert said.format(tmp=tmp_path) in res.stderr
