@@ -13,6 +13,7 @@ from typing import Annotated, Any
 import typer
 
 from .cli_words import NativeCommand, NativeGroup
+from .terminal import LogFormatter, escape
 
 app = typer.Typer(
     name="kafka-forensics",
@@ -24,9 +25,15 @@ app = typer.Typer(
 )
 
 
+def say(message: str) -> None:
+    """One line of ours on stderr. The message names paths and values from the evidence: escaped
+    whole (``analyzer.terminal``), so it stays one line and sends the terminal no control character."""
+    print(f"kafka-forensics: {escape(message)}", file=sys.stderr)
+
+
 def fail(message: str, code: int = 2) -> typer.Exit:
     """One clear line on stderr, exit 2 (the contract's 'bad usage or unusable input')."""
-    print(f"kafka-forensics: {message}", file=sys.stderr)
+    say(message)
     return typer.Exit(code)
 
 
@@ -233,7 +240,7 @@ def _log_to_stderr(quiet: bool = False, verbose: bool = False) -> None:
     if quiet:
         return
     handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(logging.Formatter("%(levelname)s %(message)s"))
+    handler.setFormatter(LogFormatter("%(levelname)s %(message)s"))  # (values from the evidence, escaped)
     for name in ("jobs", "analyzer"):  # ours only: py4j and Spark stay quiet
         logging.getLogger(name).setLevel(logging.INFO)
         logging.getLogger(name).addHandler(handler)
@@ -350,7 +357,7 @@ def salvage(
     except SalvageError as exc:
         raise fail(str(exc)) from None
     if not quiet:
-        print(f"kafka-forensics: {done.text()}", file=sys.stderr)
+        say(done.text())
     if format == "json":
         print(json.dumps(done.to_json()))
 
@@ -415,6 +422,12 @@ def stdout_closed() -> int:
 
 
 def main() -> None:
+    import logging
+
+    # warnings logged with no handler of ours (--quiet, dump, report, salvage; py4j's) reach
+    # stderr through logging's last resort: escaped like ours
+    if logging.lastResort is not None:
+        logging.lastResort.setFormatter(LogFormatter())
     if sys.argv[1:2] == ["dump"]:  # a process of its own: nothing after it needs pandas
         from parsers.common import keep_freed_memory
 

@@ -31,6 +31,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from .terminal import escape
+
 THRIFT_SERVER = "org.apache.spark.sql.hive.thriftserver.HiveThriftServer2"
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 10000
@@ -133,7 +135,7 @@ def _relay(pipe, tail: collections.deque) -> None:
         tail.append(line.rstrip())
         if not startup_noise(line) and "RECEIVED SIGNAL" not in line:  # (the server logs our SIGTERM)
             with contextlib.suppress(OSError):
-                os.write(2, raw)
+                os.write(2, escape(line, keep="\n\t").encode("utf-8"))  # (errors may quote names from the evidence)
 
 
 def failure_line(tail: collections.deque) -> str:

@@ -508,11 +508,16 @@ def startup_noise(line: str) -> bool:
 
 def _forward_stderr(pipe) -> None:
     """Copy the JVM's stderr (and its Python workers') to ours line by line, without the start-up
-    noise; errors and worker tracebacks still come through. Written to fd 2, as the JVM did."""
+    noise; errors and worker tracebacks still come through. Written to fd 2, as the JVM did, with
+    control characters escaped: an error may quote a path or name from the evidence.
+    (``analyzer.terminal`` is a standard-library leaf: the one thing of analyzer/ that jobs/ reads.)"""
+    from analyzer.terminal import escape
+
     for raw in iter(pipe.readline, b""):
-        if not startup_noise(raw.decode("utf-8", "replace")):
+        line = raw.decode("utf-8", "replace")
+        if not startup_noise(line):
             with contextlib.suppress(OSError):
-                os.write(2, raw)
+                os.write(2, escape(line, keep="\n\t").encode("utf-8"))  # (Java's stack frames start with a tab)
 
 
 def _launch_gateway(options: dict[str, str]) -> None:
