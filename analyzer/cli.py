@@ -20,6 +20,7 @@ from typer import _click
 from jobs.errors import InputError
 
 from .cli_words import NativeCommand, NativeGroup
+from .terminal import LogFormatter, escape
 
 app = typer.Typer(
     name="kafka-forensics",
@@ -31,9 +32,17 @@ app = typer.Typer(
 )
 
 
+def say(message: str) -> None:
+    """One line of ours on stderr. The message names paths and values from the evidence: escaped
+    whole (``analyzer.terminal``), so it stays one line and sends the terminal no control character.
+    A stderr that is gone (the terminal closed: SIGHUP) is told nothing, and the exit code still says it."""
+    with contextlib.suppress(OSError):
+        print(f"kafka-forensics: {escape(message)}", file=sys.stderr, flush=True)
+
+
 def fail(message: str, code: int = 2) -> typer.Exit:
     """One clear line on stderr, exit 2 (the contract's 'bad usage or unusable input')."""
-    print(f"kafka-forensics: {message}", file=sys.stderr)
+    say(message)
     return typer.Exit(code)
 
 
@@ -78,24 +87,34 @@ def _written_at(out: Path) -> int | None:
         return None
 
 
+# Set by ``main``: this process is the CLI's own (the console script, ``python -m analyzer.cli``),
+# so SIGTERM and SIGHUP are its to handle. Run in another program's process (tests' CliRunner,
+# a notebook), a command takes Ctrl-C only and leaves those signals to their owner.
+OWN_PROCESS = False
+
+
 @contextlib.contextmanager
 def staged_run(out: Path) -> Iterator[None]:
     """Run a command that writes DIR through Spark: unusable input is one line and exit 2, and
-    Ctrl-C is one line saying what DIR holds now, and exit 130 (128 + SIGINT, as shells do)."""
-    from jobs.store.spark import Interrupted, interruptible
+    Ctrl-C is one line saying what DIR holds now, and exit 130 (128 + SIGINT, as shells do);
+    in the CLI's own process SIGTERM and SIGHUP get the same, with exit 143 and 129."""
+    import signal
+
+    from jobs.store.spark import STOP_SIGNALS, Interrupted, interruptible
 
     before = _written_at(out)
     try:
-        with interruptible():
+        with interruptible(STOP_SIGNALS if OWN_PROCESS else (signal.SIGINT,)):
             yield
     except InputError as exc:  # AnalyzeError, ArchiveError, NoLogDirError, OutputError ...
         raise fail(str(exc)) from None
-    except Interrupted:
+    except Interrupted as stop:
+        how = "interrupted" if stop.signum == signal.SIGINT else f"stopped by {signal.Signals(stop.signum).name}"
         if _written_at(out) != before:
-            said = f"interrupted after the new, complete results were swapped into {out}"
+            said = f"{how} after the new, complete results were swapped into {out}"
         else:
-            said = f"interrupted; previous results in {out} unchanged" if out.exists() else f"interrupted; nothing written to {out}"
-        raise fail(said, 130) from None
+            said = f"{how}; previous results in {out} unchanged" if out.exists() else f"{how}; nothing written to {out}"
+        raise fail(said, 128 + stop.signum) from None
 
 
 # Options shared by several commands, declared once. Each command says what its --out holds; the
@@ -281,7 +300,7 @@ def _log_to_stderr(quiet: bool = False, verbose: bool = False) -> None:
     if quiet:
         return
     handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(logging.Formatter("%(levelname)s %(message)s"))
+    handler.setFormatter(LogFormatter("%(levelname)s %(message)s"))  # (values from the evidence, escaped)
     for name in ("jobs", "analyzer"):  # ours only: py4j and Spark stay quiet
         logging.getLogger(name).setLevel(logging.INFO)
         logging.getLogger(name).addHandler(handler)
@@ -400,7 +419,7 @@ def salvage(
     except InputError as exc:  # SalvageError
         raise fail(str(exc)) from None
     if not quiet:
-        print(f"kafka-forensics: {done.text()}", file=sys.stderr)
+        say(done.text())
     if format == "json":
         print(json.dumps(done.to_json()))
 
@@ -466,6 +485,15 @@ def stdout_closed() -> int:
 
 
 def main() -> None:
+    import logging
+
+    global OWN_PROCESS
+    OWN_PROCESS = True
+
+    # warnings logged with no handler of ours (--quiet, dump, report, salvage; py4j's) reach
+    # stderr through logging's last resort: escaped like ours
+    if logging.lastResort is not None:
+        logging.lastResort.setFormatter(LogFormatter())
     if sys.argv[1:2] == ["dump"]:  # a process of its own: nothing after it needs pandas
         from parsers.common import keep_freed_memory
 

@@ -23,6 +23,8 @@ from parsers import files
 from parsers.common import Parsed
 from parsers.names import kind_before_pending
 
+from .terminal import escape  # decoded bytes of a damaged or foreign file never reach a terminal raw
+
 # how the text header names a file Kafka had renamed on its way out (names.PENDING_SUFFIXES)
 PENDING_NOTES = {
     "pending_delete": "renamed .deleted, awaiting deletion",
@@ -47,7 +49,7 @@ def run(path: Path, kind: str | None, as_json: bool, records: bool, payloads: bo
     row_type = files.DUMP_KINDS[kind].row_type
     problems = 0
     if not as_json:
-        out.write(_encode([printable(f"Dumping {spath} ({kind}{note}, {os.path.getsize(spath)} bytes)")]))
+        out.write(_encode([escape(f"Dumping {spath} ({kind}{note}, {os.path.getsize(spath)} bytes)")]))
     try:
         for piece in _pieces(spath, kind, records, payloads):
             for chunk in _rows(piece, row_type, spath, as_json, records):
@@ -58,7 +60,7 @@ def run(path: Path, kind: str | None, as_json: bool, records: bool, payloads: bo
     except BrokenPipeError:
         raise
     except OSError as exc:
-        raise DumpError(f"{printable(spath)}: cannot read: {exc.strerror or exc}") from None
+        raise DumpError(f"{escape(spath)}: cannot read: {exc.strerror or exc}") from None
     return problems
 
 
@@ -89,7 +91,7 @@ def _kind_of(spath: str, kind: str | None) -> tuple[str, str]:
     Checked in the order a user needs to hear it: the path exists, is not a folder, has a
     kind (named by --kind, or by its name), and is a regular file.
     """
-    shown = printable(spath)
+    shown = escape(spath)
     if not os.path.lexists(spath):
         raise DumpError(f"{shown}: no such file")
     if os.path.isdir(spath):
@@ -105,7 +107,7 @@ def _kind_of(spath: str, kind: str | None) -> tuple[str, str]:
         if kind is None:
             raise DumpError(f"{shown}: cannot tell the file kind from its name; pass --kind ({', '.join(sorted(files.DUMP_KINDS))})")
     elif kind not in files.DUMP_KINDS:
-        raise DumpError(f"--kind {printable(kind)!r} is not one of: {', '.join(sorted(files.DUMP_KINDS))}")
+        raise DumpError(f"--kind {escape(kind)!r} is not one of: {', '.join(sorted(files.DUMP_KINDS))}")
     if not os.path.isfile(spath):
         raise DumpError(f"{shown}: not a regular file")
     return kind, note
@@ -119,14 +121,6 @@ def _pieces(spath: str, kind: str, records: bool, payloads: bool) -> Iterator[Pa
             merged = pa.concat_tables([piece.problems, beside]).sort_by([("position", "ascending")])
             piece = Parsed(piece.table, merged, piece.extra)
         yield piece
-
-
-def printable(text: str) -> str:
-    """``text`` with every non-printable character escaped (``\\x1b``, ``\\u2028``): decoded
-    bytes of a damaged or foreign file must never reach a terminal raw."""
-    if text.isprintable():
-        return text
-    return "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in text)
 
 
 def _rows(piece: Parsed, row_type: str, spath: str, as_json: bool, records: bool) -> list:
@@ -177,6 +171,6 @@ def _line(as_json: bool, row_type: str, path: str, row: dict) -> str:
         obj.update({k: v for k, v in row.items() if k != "path"})
         return json.dumps(obj, separators=(", ", ": ")).replace("\x7f", "\\u007f")
     if row_type == "problem":
-        return printable(f"PROBLEM {row['kind']} at {row['position']}: {row['detail']}")
+        return escape(f"PROBLEM {row['kind']} at {row['position']}: {row['detail']}")
     prefix = "| " if row_type == "record" else ""
-    return printable(prefix + " ".join(f"{k}: {'null' if v is None else v}" for k, v in row.items() if k != "path"))
+    return escape(prefix + " ".join(f"{k}: {'null' if v is None else v}" for k, v in row.items() if k != "path"))

@@ -39,6 +39,8 @@ from pathlib import Path
 
 from jobs.errors import InputError
 
+from .terminal import escape
+
 THRIFT_SERVER = "org.apache.spark.sql.hive.thriftserver.HiveThriftServer2"
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 10000
@@ -179,7 +181,7 @@ def _relay(pipe, tail: collections.deque) -> None:
         tail.append(line.rstrip())
         if not startup_noise(line) and "RECEIVED SIGNAL" not in line:  # (the server logs our SIGTERM)
             with contextlib.suppress(OSError):
-                os.write(2, raw)
+                os.write(2, escape(line, keep="\n\t").encode("utf-8"))  # (errors may quote names from the evidence)
 
 
 def failure_line(tail: collections.deque) -> str:

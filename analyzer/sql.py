@@ -9,9 +9,13 @@ from pathlib import Path
 from typing import TextIO
 
 from pyspark.errors import PySparkException, PythonException
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
 
 from jobs.errors import InputError
+
+from .terminal import CONTROLS, escape
 
 FORMATS = ("table", "json", "csv")
 HISTORY = Path(os.environ.get("KF_SQL_HISTORY", Path.home() / ".kafka_forensics_sql_history"))
@@ -42,11 +46,59 @@ def emit(df: DataFrame, fmt: str, out: TextIO | None = None) -> int:
             writer.writerow(["" if v is None else v for v in row])
             n += 1
         return n
+    df = shown(df)
     rows = df.limit(MAX_TABLE_ROWS + 1).collect()
     out.write(df.limit(MAX_TABLE_ROWS)._show_string(MAX_TABLE_ROWS, 0, False))  # (pyspark's own, local and over Connect)
     if len(rows) > MAX_TABLE_ROWS:
         out.write(f"(first {MAX_TABLE_ROWS} rows; use --format csv or json for all)\n")
     return min(len(rows), MAX_TABLE_ROWS)
+
+
+def _has_strings(dtype: T.DataType) -> bool:
+    if isinstance(dtype, T.StringType):
+        return True
+    if isinstance(dtype, T.ArrayType):
+        return _has_strings(dtype.elementType)
+    if isinstance(dtype, T.MapType):
+        return _has_strings(dtype.keyType) or _has_strings(dtype.valueType)
+    if isinstance(dtype, T.StructType):
+        return any(_has_strings(f.dataType) for f in dtype.fields)
+    return False
+
+
+def _escaped(col: Column, dtype: T.DataType) -> Column:
+    """``col`` with every string in it, at any depth, escaped as ``analyzer.terminal.escape``
+    writes the ``CONTROLS``: one ``replace`` per character, each to ``escape``'s own spelling."""
+    if isinstance(dtype, T.StringType):
+        for c in CONTROLS:
+            col = F.replace(col, F.lit(c), F.lit(escape(c)))
+        return col
+    if not _has_strings(dtype):
+        return col
+    if isinstance(dtype, T.ArrayType):
+        return F.transform(col, lambda x: _escaped(x, dtype.elementType))
+    if isinstance(dtype, T.MapType):
+        col = F.transform_keys(col, lambda k, _: _escaped(k, dtype.keyType)) if _has_strings(dtype.keyType) else col
+        return F.transform_values(col, lambda _, v: _escaped(v, dtype.valueType))
+    if isinstance(dtype, T.StructType):
+        fields = [_escaped(col[f.name], f.dataType).alias(f.name) for f in dtype.fields]
+        return F.when(col.isNull(), F.lit(None)).otherwise(F.struct(*fields))
+    return col
+
+
+def shown(df: DataFrame) -> DataFrame:
+    """``df`` as the table shows it: the control characters of its strings (names and lines
+    from the evidence) escaped, as everything else that reaches a terminal (``analyzer.terminal``).
+
+    Why in Spark: ``show`` sizes its columns to the text it prints, so the escaped text must be
+    what it measures (Spark escapes a few itself, ``\\n`` or ``\\a``, but sends ESC and the C1
+    controls raw). Columns are renamed by position first: a query may return two of one name."""
+    types = [f.dataType for f in df.schema.fields]
+    if not any(map(_has_strings, types)):
+        return df
+    names = df.columns
+    renamed = df.toDF(*[f"_{i}" for i in range(len(names))])
+    return renamed.select(*[_escaped(F.col(f"_{i}"), t).alias(n) for i, (n, t) in enumerate(zip(names, types))])
 
 
 def run_query(spark: SparkSession, query: str, fmt: str = "table", out: TextIO | None = None) -> int:
@@ -103,7 +155,7 @@ def repl(spark: SparkSession, fmt: str = "table") -> None:
         try:
             run_query(spark, text.rstrip(";"), fmt)
         except QueryError as exc:  # AnalysisException, ParseException...: show and go on
-            print(f"error: {exc}", file=sys.stderr)
+            print(f"error: {escape(str(exc).splitlines()[0])}", file=sys.stderr)
     if readline is not None:
         try:
             readline.write_history_file(HISTORY)

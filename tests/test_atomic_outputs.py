@@ -8,12 +8,15 @@ pause (``KF_TEST_PAUSE_AT``, see ``jobs.store.outdir.pause_point``). After every
 complete result (before the swap: the previous one, byte for byte), the catalog answers the same
 count, and no process of the killed session is left. A final rerun completes with the same findings.
 Two runs into different DIRs from the same working directory do not interfere, nor two queries on one DIR.
-Ctrl-C (SIGINT to the process group) at those points is one line and exit 130, with the staging dir removed.
+Ctrl-C (SIGINT to the process group) at those points is one line and exit 130, with the staging dir removed;
+SIGTERM (to the group, as ``timeout`` sends it) and SIGHUP get the same with exit 143 and 129, and on a
+first run leave no DIR at all.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import os
 import signal
 import subprocess
@@ -195,28 +198,132 @@ def test_kill_after_the_swap_leaves_a_complete_new_dir(previous, point):
 INTERRUPT_POINTS = {k: v for k, v in BEFORE_SWAP.items() if k != "jobs"}
 
 
-@pytest.mark.parametrize("point", list(INTERRUPT_POINTS))
-def test_ctrl_c_is_one_line_exit_130_and_no_staging_dir(previous, point):
-    out, cwd = previous["out"], previous["cwd"]
-    before = tree(out)
+def _stop_at(out: Path, cwd: Path, point: str, sig: int, group: bool = True) -> Run:
+    """An analyze into ``out`` sent ``sig`` at ``point``: to its whole process group (as a terminal
+    sends Ctrl-C, and ``timeout`` SIGTERM: the JVM gets it too), or to the process alone (as
+    Kubernetes stops a container's first process). Returned ended."""
     cond = INTERRUPT_POINTS[point]
     run = Run(SRC, out, cwd, pause=None if cond else point)
     if cond:
         wait_for(run, cond(out, run), point)
     else:
         wait_for(run, lambda: any(f"kf-test-pause: {point}" in ln for ln in run.stderr), f"pause {point}")
-    os.killpg(run.proc.pid, signal.SIGINT)
-    assert run.wait(300) == 130, "".join(run.stderr)[-3000:]
+    (os.killpg if group else os.kill)(run.proc.pid, sig)
+    run.wait(300)
+    return run
+
+
+def _one_line_and_nothing_left(run: Run, out: Path, line: str, code: int) -> None:
+    """Exit ``code``, ``line`` the only line of ours and the last, no traceback, no process of the
+    run left, and beside DIR no staging sibling (and no DIR where there was none)."""
     err = "".join(run.stderr)
+    assert run.proc.returncode == code, err[-3000:]
     ours = [ln for ln in err.splitlines() if ln.startswith("kafka-forensics: ")]
-    assert ours == [f"kafka-forensics: interrupted; previous results in {out} unchanged"], err[-3000:]
-    assert tree(out) == before, "the previous DIR changed under an interrupted run"
+    assert ours == [line], err[-3000:]
     assert err.rstrip().splitlines()[-1] == ours[0], "nothing printed after the line"
     for noise in ("Traceback", "py4j", "Exception", "KeyboardInterrupt"):
         assert noise not in err, err[-3000:]
     assert no_orphans(run.proc.pid) == []
     time.sleep(2)  # a JVM still running would go on writing its cancelled tasks' files into the staging dir
-    assert sorted(p.name for p in out.parent.iterdir()) == [out.name], "staging sibling left behind"
+    left = sorted(p.name for p in out.parent.iterdir())
+    assert left == ([out.name] if "unchanged" in line else []), f"staging sibling or DIR left behind: {left}"
+
+
+@pytest.mark.parametrize("point", list(INTERRUPT_POINTS))
+def test_ctrl_c_is_one_line_exit_130_and_no_staging_dir(previous, point):
+    out, cwd = previous["out"], previous["cwd"]
+    before = tree(out)
+    run = _stop_at(out, cwd, point, signal.SIGINT)
+    _one_line_and_nothing_left(run, out, f"kafka-forensics: interrupted; previous results in {out} unchanged", 130)
+    assert tree(out) == before, "the previous DIR changed under an interrupted run"
+
+
+def _ignored_signals(pid: int) -> set[int]:
+    """The signals process ``pid`` ignores (SigIgn in /proc/PID/status)."""
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return set()
+    mask = int(next(ln.split()[1] for ln in status.splitlines() if ln.startswith("SigIgn:")), 16)
+    return {n for n in range(1, 65) if mask >> (n - 1) & 1}
+
+
+# SIGTERM (issue 37 item 6): what ``timeout`` (to the whole group), systemd, Kubernetes and batch
+# schedulers send; SIGHUP: a closed terminal. Each gets what Ctrl-C gets, with exit 128 + signal.
+@pytest.mark.parametrize("point", list(INTERRUPT_POINTS))
+def test_sigterm_is_one_line_exit_143_and_no_staging_dir(previous, point):
+    out, cwd = previous["out"], previous["cwd"]
+    before = tree(out)
+    run = _stop_at(out, cwd, point, signal.SIGTERM)
+    _one_line_and_nothing_left(run, out, f"kafka-forensics: stopped by SIGTERM; previous results in {out} unchanged", 143)
+    assert tree(out) == before, "the previous DIR changed under a terminated run"
+
+
+def test_sighup_to_the_process_alone_is_exit_129_and_leaves_the_workers_their_signals(previous):
+    """SIGHUP to the driver alone, while the parse tasks run: the JVM and pyspark's daemon and
+    workers (started by exec, below it) ignore neither SIGTERM nor SIGHUP because the driver
+    handles them (the daemon ignores SIGHUP by its own choice, its workers do not)."""
+    out, cwd = previous["out"], previous["cwd"]
+    before = tree(out)
+    seen: dict[int, tuple[str, set[int]]] = {}
+
+    def workers_running() -> bool:
+        members = session_members(run.proc.pid)
+        seen.update({pid: (cmd, _ignored_signals(pid)) for pid, cmd in members if pid != run.proc.pid})
+        return any("pyspark.daemon" in cmd for _, cmd in members) and _staged(out, run, "tables", "files")()
+
+    run = Run(SRC, out, cwd)
+    wait_for(run, workers_running, "the parse tasks' Python workers")
+    os.kill(run.proc.pid, signal.SIGHUP)
+    run.wait(300)
+    _one_line_and_nothing_left(run, out, f"kafka-forensics: stopped by SIGHUP; previous results in {out} unchanged", 129)
+    assert tree(out) == before, "the previous DIR changed under a hung-up run"
+    assert any("java" in cmd for cmd, _ in seen.values()) and any("pyspark.daemon" in cmd for cmd, _ in seen.values())
+    for pid, (cmd, ignored) in seen.items():
+        assert signal.SIGTERM not in ignored, (pid, cmd)
+        assert signal.SIGHUP not in ignored or "pyspark.daemon" in cmd, (pid, cmd)
+
+
+def test_sigterm_on_a_first_run_leaves_no_dir(tmp_path):
+    """Killed by default, a first run left its staging dir and, once the catalog had declared
+    the tables at their final place, DIR as a tree of empty table folders."""
+    cwd = tmp_path / "cwd"
+    cwd.mkdir()
+    out = tmp_path / "parent" / "case"
+    out.parent.mkdir()
+    run = _stop_at(out, cwd, "catalog-registering", signal.SIGTERM)
+    _one_line_and_nothing_left(run, out, f"kafka-forensics: stopped by SIGTERM; nothing written to {out}", 143)
+
+
+def test_stop_signals_are_taken_by_the_clis_own_process_only(tmp_path, monkeypatch, capsys):
+    """Run in another program's process (tests' CliRunner, a notebook), a command leaves SIGTERM
+    and SIGHUP to their owner; in the CLI's own process (``main``) it takes them while it runs,
+    leaves an ignored one ignored (``nohup``) and puts the owner's back after."""
+    from typer import Exit
+
+    from analyzer import cli
+    from jobs.store import spark
+
+    monkeypatch.setattr(spark, "stop_jvm", lambda: None)  # (no JVM here; this process's children are not the run's)
+    got: list[int] = []
+    saved = {s: signal.signal(s, h) for s, h in ((signal.SIGTERM, lambda n, f: got.append(n)), (signal.SIGHUP, signal.SIG_IGN))}
+    owner = signal.getsignal(signal.SIGTERM)
+    try:
+        with cli.staged_run(tmp_path / "out"):
+            os.kill(os.getpid(), signal.SIGTERM)
+        assert got == [signal.SIGTERM], "the owner's handler had the signal"
+        monkeypatch.setattr(cli, "OWN_PROCESS", True)
+        with pytest.raises(Exit) as stopped, cli.staged_run(tmp_path / "out"):
+            assert signal.getsignal(signal.SIGHUP) is signal.SIG_IGN, "an ignored SIGHUP stays ignored"
+            os.kill(os.getpid(), signal.SIGTERM)
+            time.sleep(5)  # (the handler raises at once)
+        assert stopped.value.exit_code == 143 and got == [signal.SIGTERM]
+        assert capsys.readouterr().err == f"kafka-forensics: stopped by SIGTERM; nothing written to {tmp_path / 'out'}\n"
+        assert signal.getsignal(signal.SIGTERM) is owner and signal.getsignal(signal.SIGHUP) is signal.SIG_IGN
+    finally:
+        logging.disable(logging.NOTSET)  # (the handler silences logging for the JVM's last words)
+        for s, h in saved.items():
+            signal.signal(s, h)
 
 
 def test_rerun_after_the_kills_completes_with_the_same_findings(previous):

@@ -8,6 +8,10 @@ Over ``PACK_ABOVE`` bytes, the clean partitions' payloads are one gzip blob (``p
 unpacked by the browser (``DecompressionStream``) the first time one is opened: their figures
 repeat the same structure thousands of times, so the file shrinks several-fold and the page
 parses only what has findings.
+
+Every value the template shows is passed through ``analyzer.terminal.escape`` (the environment's
+``finalize``) before HTML escaping: a control character from the evidence is shown as ``\x1b``,
+and the file holds none raw (it is read with ``less`` and ``grep`` too, not only in a browser).
 """
 
 from __future__ import annotations
@@ -21,10 +25,12 @@ from importlib import resources
 from typing import Any
 
 import jinja2
+import markupsafe
 import pandas as pd
 
 from jobs.ingest.discover import changes_text
 
+from ..terminal import escape
 from . import figures
 from .data import (
     SEVERITIES,
@@ -49,11 +55,18 @@ MAX_EVENTS_EMBEDDED = 2_000  # per partition; alarming rows beyond it are always
 EVENT_FIELDS = ("time", "source", "node", "event", "leader_epoch", "isr", "offset", "detail", "path", "position", "highlight")
 
 
+def _shown(value: Any) -> Any:
+    """What a ``{{ value }}`` shows: strings with their control characters escaped; our own
+    markup (``|safe``: the CSS, scripts and the JSON payload, whose strings JSON escapes) as is."""
+    return escape(value) if isinstance(value, str) and not isinstance(value, markupsafe.Markup) else value
+
+
 @cache
 def _environment() -> jinja2.Environment:
     env = jinja2.Environment(
         loader=jinja2.PackageLoader("analyzer.report", "templates"),
         autoescape=jinja2.select_autoescape(["html", "j2"], default=True),
+        finalize=_shown,
         trim_blocks=True,
         lstrip_blocks=True,
         undefined=jinja2.StrictUndefined,
@@ -216,7 +229,8 @@ def build_context(data: ReportData) -> dict[str, Any]:
         events = events_view(data.timeline.get(key), paths)
         if events is not None:  # absent, not null, for the many partitions without rows
             entry["events"] = events
-        (payload if key in groups else packed)[partition_name(key)] = entry
+        # keyed by the name the page shows in its data-key attribute (escaped there by ``_shown``)
+        (payload if key in groups else packed)[escape(partition_name(key))] = entry
 
     def section(key: PartitionKey) -> dict[str, Any]:
         items = groups.get(key, [])

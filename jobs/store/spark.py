@@ -8,7 +8,9 @@ inside the output DIR, so it is only switched on when ``catalog_dir`` is given.
 
 Ctrl-C: pyspark's own SIGINT handler cancels the jobs with a py4j call made inside the
 interrupted one and prints its tracebacks, and the JVM (which ignores SIGINT) keeps writing into
-the staging dir while Python removes it. Commands wrap their run in ``interruptible()`` instead.
+the staging dir while Python removes it. Commands wrap their run in ``interruptible()`` instead,
+which the CLI's own process also asks to take SIGTERM and SIGHUP (``STOP_SIGNALS``: ``timeout``,
+systemd, Kubernetes, a batch scheduler or a closed terminal stop a run that way).
 """
 
 from __future__ import annotations
@@ -375,9 +377,19 @@ def side_by_side(threads: int, name: str) -> Iterator[ThreadPoolExecutor]:
 
 
 class Interrupted(BaseException):
-    """Ctrl-C during a command that runs Spark. A BaseException like KeyboardInterrupt, so no
-    ``except Exception`` swallows it, but not one: py4j logs every KeyboardInterrupt it sees
-    inside a call with a traceback."""
+    """Ctrl-C, or another stop signal, during a command that runs Spark. A BaseException like
+    KeyboardInterrupt, so no ``except Exception`` swallows it, but not one: py4j logs every
+    KeyboardInterrupt it sees inside a call with a traceback. ``signum``: the signal (a command
+    exits 128 + it, as a shell reports a process that signal ended)."""
+
+    def __init__(self, signum: int = signal.SIGINT):
+        super().__init__(signum)
+        self.signum = signum
+
+
+# Ctrl-C, then what ``timeout``, systemd, Kubernetes and batch schedulers send (SIGTERM), and a
+# closed terminal (SIGHUP): each gets what Ctrl-C gets
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
 
 def _descendants() -> list[int]:
@@ -437,33 +449,42 @@ def _alive(pid: int) -> bool:
 
 
 @contextlib.contextmanager
-def interruptible() -> Iterator[None]:
-    """Inside the block, Ctrl-C stops the JVM first and then raises ``Interrupted``, so the
-    staging dir is removed after the last write into it, and the command can say one line
-    instead of py4j's tracebacks. (The JVM ignores SIGINT itself: pyspark starts it that way.)"""
+def interruptible(signals: tuple[int, ...] = (signal.SIGINT,)) -> Iterator[None]:
+    """Inside the block, Ctrl-C (each of ``signals``) stops the JVM first and then raises
+    ``Interrupted``, so the staging dir is removed after the last write into it, and the command
+    can say one line instead of py4j's tracebacks. (The JVM ignores SIGINT itself: pyspark starts
+    it that way; a SIGTERM sent to the whole process group, as ``timeout`` sends it, starts its
+    shutdown, which the SIGKILL cuts short.)
 
-    interrupted = False
+    Only Python-level handlers, in this process: the JVM and, below it, pyspark's daemon and its
+    workers are started by exec, which resets a caught signal to its default, so they keep their
+    own handling. A signal ignored when the block starts (``nohup``'s SIGHUP, a background job's
+    SIGINT) stays ignored. Handlers are set from the main thread only (Python's rule)."""
+
+    caught: list[int] = []
+    handled = [s for s in signals if signal.getsignal(s) != signal.SIG_IGN]
 
     def handler(signum, frame):
-        nonlocal interrupted
-        interrupted = True
-        signal.signal(signal.SIGINT, signal.SIG_IGN)  # a second Ctrl-C must not cut the cleanup short
+        caught.append(signum)
+        for s in handled:  # a second signal must not cut the cleanup short
+            signal.signal(s, signal.SIG_IGN)
         logging.disable(logging.CRITICAL)  # py4j logs each call the dead JVM breaks, with a traceback
         stop_jvm()
-        raise Interrupted()
+        raise Interrupted(signum)
 
-    previous = signal.signal(signal.SIGINT, handler)
+    previous = {s: signal.signal(s, handler) for s in handled}
     try:
         yield
     except Exception:
         # unwinding from the handler, pyspark's own context managers call the dead JVM once more
         # (``SCCallSiteSync.__exit__`` around a collect): their ConnectionRefusedError replaces
-        # ``Interrupted``, but it is the same Ctrl-C
-        if interrupted:
-            raise Interrupted() from None
+        # ``Interrupted``, but it is the same signal
+        if caught:
+            raise Interrupted(caught[0]) from None
         raise
     finally:
-        signal.signal(signal.SIGINT, previous)
+        for s, before in previous.items():
+            signal.signal(s, signal.SIG_DFL if before is None else before)  # (None: set outside Python)
 
 
 SCRATCH_PREFIX = "kf-spark-"
@@ -521,11 +542,16 @@ def startup_noise(line: str) -> bool:
 
 def _forward_stderr(pipe) -> None:
     """Copy the JVM's stderr (and its Python workers') to ours line by line, without the start-up
-    noise; errors and worker tracebacks still come through. Written to fd 2, as the JVM did."""
+    noise; errors and worker tracebacks still come through. Written to fd 2, as the JVM did, with
+    control characters escaped: an error may quote a path or name from the evidence.
+    (``analyzer.terminal`` is a standard-library leaf: the one thing of analyzer/ that jobs/ reads.)"""
+    from analyzer.terminal import escape
+
     for raw in iter(pipe.readline, b""):
-        if not startup_noise(raw.decode("utf-8", "replace")):
+        line = raw.decode("utf-8", "replace")
+        if not startup_noise(line):
             with contextlib.suppress(OSError):
-                os.write(2, raw)
+                os.write(2, escape(line, keep="\n\t").encode("utf-8"))  # (Java's stack frames start with a tab)
 
 
 def _launch_gateway(options: dict[str, str]) -> None:
