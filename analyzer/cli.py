@@ -18,9 +18,9 @@ import typer
 from typer import _click
 
 from jobs.errors import InputError
+from jobs.terminal import LogFormatter, escape
 
 from .cli_words import NativeCommand, NativeGroup
-from .terminal import LogFormatter, escape
 
 app = typer.Typer(
     name="kafka-forensics",
@@ -34,7 +34,7 @@ app = typer.Typer(
 
 def say(message: str) -> None:
     """One line of ours on stderr. The message names paths and values from the evidence: escaped
-    whole (``analyzer.terminal``), so it stays one line and sends the terminal no control character.
+    whole (``jobs.terminal``), so it stays one line and sends the terminal no control character.
     A stderr that is gone (the terminal closed: SIGHUP) is told nothing, and the exit code still says it."""
     with contextlib.suppress(OSError):
         print(f"kafka-forensics: {escape(message)}", file=sys.stderr, flush=True)

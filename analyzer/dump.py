@@ -19,11 +19,10 @@ from typing import BinaryIO
 import pyarrow as pa
 
 from jobs.errors import InputError
+from jobs.terminal import escape  # decoded bytes of a damaged or foreign file never reach a terminal raw
 from parsers import files
 from parsers.common import Parsed
 from parsers.names import kind_before_pending
-
-from .terminal import escape  # decoded bytes of a damaged or foreign file never reach a terminal raw
 
 # how the text header names a file Kafka had renamed on its way out (names.PENDING_SUFFIXES)
 PENDING_NOTES = {

@@ -38,8 +38,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from jobs.errors import InputError
-
-from .terminal import escape
+from jobs.terminal import escape
 
 THRIFT_SERVER = "org.apache.spark.sql.hive.thriftserver.HiveThriftServer2"
 DEFAULT_HOST = "127.0.0.1"

@@ -14,8 +14,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from jobs.errors import InputError
-
-from .terminal import CONTROLS, escape
+from jobs.terminal import CONTROLS, escape
 
 FORMATS = ("table", "json", "csv")
 HISTORY = Path(os.environ.get("KF_SQL_HISTORY", Path.home() / ".kafka_forensics_sql_history"))
@@ -67,7 +66,7 @@ def _has_strings(dtype: T.DataType) -> bool:
 
 
 def _escaped(col: Column, dtype: T.DataType) -> Column:
-    """``col`` with every string in it, at any depth, escaped as ``analyzer.terminal.escape``
+    """``col`` with every string in it, at any depth, escaped as ``jobs.terminal.escape``
     writes the ``CONTROLS``: one ``replace`` per character, each to ``escape``'s own spelling."""
     if isinstance(dtype, T.StringType):
         for c in CONTROLS:
@@ -88,7 +87,7 @@ def _escaped(col: Column, dtype: T.DataType) -> Column:
 
 def shown(df: DataFrame) -> DataFrame:
     """``df`` as the table shows it: the control characters of its strings (names and lines
-    from the evidence) escaped, as everything else that reaches a terminal (``analyzer.terminal``).
+    from the evidence) escaped, as everything else that reaches a terminal (``jobs.terminal``).
 
     Why in Spark: ``show`` sizes its columns to the text it prints, so the escaped text must be
     what it measures (Spark escapes a few itself, ``\\n`` or ``\\a``, but sends ESC and the C1

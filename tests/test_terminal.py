@@ -5,7 +5,7 @@ recolours, ``ESC ] 0 ; … BEL`` sets the window title, ``\\x9b`` is the one-byt
 dumped and queried through the CLI: no raw ESC, BEL or CSI reaches stdout or stderr, and the
 escaped form (``\\x1b``) is shown instead; findings.json keeps the names as they are (JSON escapes
 them by its own rules) and report.html holds none of those bytes raw. The pieces that do it
-(``analyzer.terminal``) are tested alone first.
+(``jobs.terminal``) are tested alone first.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from typer.testing import CliRunner
 
 from analyzer.cli import app
 from analyzer.report import render, write_html
-from analyzer.terminal import CONTROLS, LogFormatter, escape
+from jobs.terminal import CONTROLS, LogFormatter, escape
 from sample_data.writer.log import write_broker_dir
 from sample_data.writer.records import BatchSpec, Record
 

@@ -9,7 +9,7 @@ unpacked by the browser (``DecompressionStream``) the first time one is opened: 
 repeat the same structure thousands of times, so the file shrinks several-fold and the page
 parses only what has findings.
 
-Every value the template shows is passed through ``analyzer.terminal.escape`` (the environment's
+Every value the template shows is passed through ``jobs.terminal.escape`` (the environment's
 ``finalize``) before HTML escaping: a control character from the evidence is shown as ``\x1b``,
 and the file holds none raw (it is read with ``less`` and ``grep`` too, not only in a browser).
 """
@@ -29,8 +29,8 @@ import markupsafe
 import pandas as pd
 
 from jobs.ingest.discover import changes_text
+from jobs.terminal import escape
 
-from ..terminal import escape
 from . import figures
 from .data import (
     SEVERITIES,

@@ -5,7 +5,7 @@ Why rich and these limits: the summary must read well in a 100-column terminal a
 so long lists are cut with a pointer to it.
 
 Every value from the evidence (names, paths, ids, explanations that quote them, broker log lines)
-goes through ``analyzer.terminal.escape`` where it becomes a line or a cell, and rich's markup is
+goes through ``jobs.terminal.escape`` where it becomes a line or a cell, and rich's markup is
 off: a topic named ``t\x1b]0;…`` or ``[link=…]`` is shown as what it is, never acted on.
 """
 
@@ -20,8 +20,8 @@ from rich.table import Table
 from rich.text import Text
 
 from jobs.ingest.discover import changes_text
+from jobs.terminal import escape
 
-from ..terminal import escape
 from .data import SEVERITIES, ReportData, findings_by_partition, human_bytes, overview, partition_name, severity_of
 from .summary import consumer_lines, counted, evidence_line, finding_headline, problems_text, restart_lines, verdict
 from .timeline import Event, alarming, event_text, evidence_text, time_text, where_text

@@ -544,8 +544,8 @@ def _forward_stderr(pipe) -> None:
     """Copy the JVM's stderr (and its Python workers') to ours line by line, without the start-up
     noise; errors and worker tracebacks still come through. Written to fd 2, as the JVM did, with
     control characters escaped: an error may quote a path or name from the evidence.
-    (``analyzer.terminal`` is a standard-library leaf: the one thing of analyzer/ that jobs/ reads.)"""
-    from analyzer.terminal import escape
+    (``jobs.terminal`` is a standard-library leaf beside ``jobs.errors``: the CLI and the report use it too.)"""
+    from jobs.terminal import escape
 
     for raw in iter(pipe.readline, b""):
         line = raw.decode("utf-8", "replace")
