@@ -32,6 +32,7 @@ from pyspark.sql import types as T
 from jobs.history import metadata, timeline, views
 from jobs.replicas import compare, epoch_lineage, offset_ranges, replica_logs
 from jobs.replicas.ledger import read_ledger
+from jobs.replicas.replica_logs import live_segment_batches
 from jobs.replicas.survivors import survivors, survivors_frame
 from jobs.store.io import collected, local_frame, read_table, write_table
 from jobs.store.spark import side_by_side
@@ -141,7 +142,7 @@ class Case:
             return self._locks.setdefault(key, threading.RLock())
 
     def close(self) -> None:
-        for df in (self.__dict__.get(n) for n in ("diffs", "batches", "compared_batches", "ledger_records", "logged_leaders")):
+        for df in (self.__dict__.get(n) for n in ("diffs", "batches", "not_everywhere", "ledger_records", "logged_leaders")):
             if df is not None:
                 df.unpersist()
 
@@ -180,19 +181,20 @@ class Case:
         return not self.differing
 
     @once_property
-    def compared_batches(self) -> DataFrame:
-        """Live segment batches of the differing partitions with their transaction outcome
-        (``aborted``): what the record-level comparison reads. Restricted before the window that
-        decides ``aborted``, so a healthy partition's batches are never sorted or cached here."""
+    def not_everywhere(self) -> DataFrame:
+        """The differing partitions' batches some replica lacks (``compare.not_everywhere``), with
+        their transaction outcome: cached, as the unmatched sides, their offset windows and the
+        record joins all read them (a diverged tail, not the whole log). A healthy partition's
+        batches are never read here, and the outcome's window sorts transactional batches only."""
         parts = local_frame(self.spark, self.differing, PARTITION_SCHEMA)
         topics = sorted({t for t, _ in self.differing})
-        t = self.tables
-        return compare.with_txn_outcome(compare.within(t["batches"], parts, topics),
-                                        compare.within(t["records"], parts, topics)).cache()
+        batches = compare.within(self.tables["batches"], parts, topics)
+        aborted = compare.aborted_batches(batches, compare.within(self.tables["records"], parts, topics))
+        return compare.not_everywhere(live_segment_batches(batches), self.replica_logs, aborted).cache()
 
     @once_property
     def unmatched(self) -> tuple[DataFrame, DataFrame]:
-        return compare.unmatched_batches(self.compared_batches, self.replica_logs)
+        return compare.unmatched_sides(self.not_everywhere, self.replica_logs)
 
     @once_property
     def diffs(self) -> DataFrame:
@@ -203,7 +205,7 @@ class Case:
             windows = None
             records = compare.within(records, local_frame(self.spark, self.differing, PARTITION_SCHEMA),
                                      sorted({t for t, _ in self.differing}))
-        return compare.record_diffs(self.compared_batches, records, self.replica_logs, self.unmatched, windows).cache()
+        return compare.record_diffs(None, records, self.replica_logs, self.unmatched, windows).cache()
 
     @once_property
     def ranges(self) -> list:

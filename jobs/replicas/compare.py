@@ -70,26 +70,35 @@ def with_txn_outcome(batches: DataFrame, records: DataFrame) -> DataFrame:
     """Add ``aborted``: transactional data whose producer's next marker on this replica is an abort.
 
     Aborted data stays in the log (consumers skip it by the .txnindex), so losing it is benign.
-
-    Only transactional batches can be aborted, and only their markers end them, so only those
-    take part in the window (a plain or idempotent producer's batches, most of a log, get
-    ``false`` without being sorted). The next marker after a batch is the last marker before it
-    in descending offset order: a running ``last`` over a frame that only grows (Spark's
-    unbounded-preceding frame, one pass). Asked forward, as "the first marker in the rest of the
-    partition", Spark re-aggregates the whole rest for every row: quadratic in the batches of one
-    producer on one replica (a 100 MB partition of a plain producer never finished).
-    """
+    Only transactional batches can be aborted (``aborted_batches``); the rest get ``false``
+    without being sorted."""
     b = live_segment_batches(batches)
     txn = F.coalesce(F.col("is_transactional"), F.lit(False))
+    return b.where(~txn).withColumn("aborted", F.lit(False)).unionByName(_txn_outcome(b.where(txn), records))
+
+
+def aborted_batches(batches: DataFrame, records: DataFrame) -> DataFrame:
+    """(broker, path, position) of every live transactional data batch whose producer's next
+    marker on its replica is an abort (``with_txn_outcome``'s rule), for a join onto other rows."""
+    b = live_segment_batches(batches).where(F.coalesce(F.col("is_transactional"), F.lit(False)))
+    return _txn_outcome(b, records).where(F.col("aborted")).select("broker", "path", "position")
+
+
+def _txn_outcome(txn: DataFrame, records: DataFrame) -> DataFrame:
+    """``txn`` (transactional batches: data and markers) with ``aborted``. Only their markers end
+    them, so only they take part in the window. The next marker after a batch is the last marker
+    before it in descending offset order: a running ``last`` over a frame that only grows (Spark's
+    unbounded-preceding frame, one pass). Asked forward, as "the first marker in the rest of the
+    partition", Spark re-aggregates the whole rest for every row: quadratic in the batches of one
+    producer on one replica (a 100 MB partition of a plain producer never finished)."""
     markers = records.where(F.col("control_type").isin("commit", "abort")).select(
         "broker", "path", F.col("batch_position").alias("position"), "control_type"
     )
-    t = b.where(txn).join(markers, ["broker", "path", "position"], "left")
+    t = txn.join(markers, ["broker", "path", "position"], "left")
     w = (Window.partitionBy("topic", "partition", "broker", "producer_id").orderBy(F.col("base_offset").desc())
          .rowsBetween(Window.unboundedPreceding, -1))
     nxt = F.last(F.when(F.col("is_control"), F.col("control_type")), ignorenulls=True).over(w)
-    t = t.withColumn("aborted", ~F.col("is_control") & (F.coalesce(nxt, F.lit("")) == "abort")).drop("control_type")
-    return b.where(~txn).withColumn("aborted", F.lit(False)).unionByName(t)
+    return t.withColumn("aborted", ~F.col("is_control") & (F.coalesce(nxt, F.lit("")) == "abort")).drop("control_type")
 
 
 def differing_partitions(replicas: list) -> list[tuple[str, int]]:
@@ -112,31 +121,51 @@ def within(df: DataFrame, partitions: DataFrame, topics: list[str]) -> DataFrame
 def unmatched_batches(batches: DataFrame, replica_logs: DataFrame) -> tuple[DataFrame, DataFrame]:
     """Per replica pair, the readable batches (CRC valid) of ``a`` with no identical twin on ``b``, and
     of ``b`` on ``a``: all the records the comparison can find different lie in these (none: the
-    replicas agree).
+    replicas agree). ``batches`` must carry ``aborted`` (see ``with_txn_outcome``)."""
+    return unmatched_sides(not_everywhere(batches, replica_logs), replica_logs)
 
-    How: each batch (offsets and CRC) is grouped once with the brokers holding it; a batch every
-    live replica of its partition holds is nobody's unmatched batch and goes no further, so only
-    the rest (a diverged tail, a lagging follower's missing end) meets the replica pairs. One
-    aggregate over the batches, where an anti-join per pair and side read them all six times for
-    three replicas.
 
-    ``batches`` must carry ``aborted`` (see ``with_txn_outcome``)."""
+def not_everywhere(batches: DataFrame, replica_logs: DataFrame, aborted: DataFrame | None = None) -> DataFrame:
+    """The readable batches (CRC valid) that some live replica of their partition lacks (same
+    offsets and CRC).
+
+    How: each batch is grouped once with the brokers holding it; a batch every live replica holds
+    is nobody's unmatched batch and goes no further, so only the rest (a diverged tail, a lagging
+    follower's missing end) meets the replica pairs: one aggregate over the batches, where an
+    anti-join per pair and side read them all six times for three replicas.
+
+    ``batches`` carry ``aborted`` (``with_txn_outcome``), or ``aborted`` gives the aborted ones
+    (``aborted_batches``): then only the few batches kept are joined with it."""
     # A batch failing its CRC is not readable data (it is a crc_mismatch finding of its own);
     # comparing its decoded records would report the damage a second time as divergence.
     key = ["topic", "partition", "base_offset", "last_offset", "crc"]
+    cols = BATCH_COLS if aborted is None else [c for c in BATCH_COLS if c != "aborted"]
     b = batches.where(F.coalesce(F.col("crc_valid"), F.lit(True))).select(
-        "topic", "partition", "broker", "base_offset", "last_offset", "crc", *BATCH_COLS
+        "topic", "partition", "broker", "base_offset", "last_offset", "crc", *cols
     )
     replicas = replica_logs.where(F.col("dir_state") == "live").groupBy("topic", "partition").agg(
         F.countDistinct("broker").alias("_replicas"))
-    held = b.groupBy(*key).agg(F.collect_set("broker").alias("_holders")).join(replicas, ["topic", "partition"])
-    some = b.join(held.where(F.size("_holders") < F.col("_replicas")).drop("_replicas"), key)
+    # (a count of distinct holders is a plain hash aggregate; a set of them per batch was an
+    # object aggregate, which Spark sorts once it holds more than 128 keys)
+    held = b.select(*key, "broker").distinct().groupBy(*key).agg(F.count(F.lit(1)).alias("_held"))
+    partial = held.join(replicas, ["topic", "partition"]).where(F.col("_held") < F.col("_replicas")).select(*key)
+    some = b.join(partial, key)
+    if aborted is not None:
+        some = some.join(aborted.withColumn("aborted", F.lit(True)), ["broker", "path", "position"], "left").withColumn(
+            "aborted", F.coalesce(F.col("aborted"), F.lit(False)))
+    return some
+
+
+def unmatched_sides(some: DataFrame, replica_logs: DataFrame) -> tuple[DataFrame, DataFrame]:
+    """``unmatched_batches`` from ``not_everywhere``'s batches: per pair, those one side holds and
+    the other lacks."""
     pairs = replica_pairs(replica_logs)
+    key = ["topic", "partition", "base_offset", "last_offset", "crc"]
 
     def side(me: str, other: str) -> DataFrame:
         mine = some.withColumnRenamed("broker", f"broker_{me}")
-        return pairs.join(mine, ["topic", "partition", f"broker_{me}"]).where(
-            ~F.array_contains("_holders", F.col(f"broker_{other}"))).drop("_holders")
+        theirs = some.select(*key, F.col("broker").alias(f"broker_{other}"))
+        return pairs.join(mine, ["topic", "partition", f"broker_{me}"]).join(theirs, [*key, f"broker_{other}"], "left_anti")
 
     return side("a", "b"), side("b", "a")
 
@@ -151,12 +180,12 @@ def unmatched_windows(unmatched: tuple[DataFrame, DataFrame]) -> DataFrame:
         F.min("base_offset").alias("first_offset"), F.max("last_offset").alias("last_offset"))
 
 
-def record_diffs(batches: DataFrame, records: DataFrame, replica_logs: DataFrame,
+def record_diffs(batches: DataFrame | None, records: DataFrame, replica_logs: DataFrame,
                  unmatched: tuple[DataFrame, DataFrame] | None = None, windows: list | None = None) -> DataFrame:
     """Per (pair, offset) where two replicas differ: status and both sides' record details.
 
-    ``batches`` must carry ``aborted`` (see ``with_txn_outcome``); ``unmatched``: their
-    ``unmatched_batches``, if already planned; ``windows``: their ``unmatched_windows`` rows, if
+    ``batches`` must carry ``aborted`` (see ``with_txn_outcome``; read only when ``unmatched`` is
+    not given); ``unmatched``: their ``unmatched_batches``, if already planned; ``windows``: their ``unmatched_windows`` rows, if
     collected: literal offset bounds that Parquet's row-group statistics can use, so that two
     replicas differing in their last tenth read a tenth of their records, not all of them (a
     join alone reads every record of the partition to find the few it keeps).
