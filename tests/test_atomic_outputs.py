@@ -229,13 +229,20 @@ def _one_line_and_nothing_left(run: Run, out: Path, line: str, code: int) -> Non
     assert left == ([out.name] if "unchanged" in line else []), f"staging sibling or DIR left behind: {left}"
 
 
+# Ctrl-C; SIGTERM (issue 37 item 6): what ``timeout`` (to the whole group), systemd, Kubernetes and
+# batch schedulers send. Each ends with one line and exit 128 + signal, the previous DIR unchanged.
+STOPS = {signal.SIGINT: ("interrupted", 130), signal.SIGTERM: ("stopped by SIGTERM", 143)}
+
+
+@pytest.mark.parametrize("sig", list(STOPS), ids=lambda s: s.name)
 @pytest.mark.parametrize("point", list(INTERRUPT_POINTS))
-def test_ctrl_c_is_one_line_exit_130_and_no_staging_dir(previous, point):
+def test_a_stop_is_one_line_exit_128_plus_signal_and_no_staging_dir(previous, point, sig):
     out, cwd = previous["out"], previous["cwd"]
     before = tree(out)
-    run = _stop_at(out, cwd, point, signal.SIGINT)
-    _one_line_and_nothing_left(run, out, f"kafka-forensics: interrupted; previous results in {out} unchanged", 130)
-    assert tree(out) == before, "the previous DIR changed under an interrupted run"
+    run = _stop_at(out, cwd, point, sig)
+    said, code = STOPS[sig]
+    _one_line_and_nothing_left(run, out, f"kafka-forensics: {said}; previous results in {out} unchanged", code)
+    assert tree(out) == before, "the previous DIR changed under a stopped run"
 
 
 def _ignored_signals(pid: int) -> set[int]:
@@ -246,17 +253,6 @@ def _ignored_signals(pid: int) -> set[int]:
         return set()
     mask = int(next(ln.split()[1] for ln in status.splitlines() if ln.startswith("SigIgn:")), 16)
     return {n for n in range(1, 65) if mask >> (n - 1) & 1}
-
-
-# SIGTERM (issue 37 item 6): what ``timeout`` (to the whole group), systemd, Kubernetes and batch
-# schedulers send; SIGHUP: a closed terminal. Each gets what Ctrl-C gets, with exit 128 + signal.
-@pytest.mark.parametrize("point", list(INTERRUPT_POINTS))
-def test_sigterm_is_one_line_exit_143_and_no_staging_dir(previous, point):
-    out, cwd = previous["out"], previous["cwd"]
-    before = tree(out)
-    run = _stop_at(out, cwd, point, signal.SIGTERM)
-    _one_line_and_nothing_left(run, out, f"kafka-forensics: stopped by SIGTERM; previous results in {out} unchanged", 143)
-    assert tree(out) == before, "the previous DIR changed under a terminated run"
 
 
 def test_sighup_to_the_process_alone_is_exit_129_and_leaves_the_workers_their_signals(previous):

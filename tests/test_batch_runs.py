@@ -248,3 +248,26 @@ def test_no_job_asks_for_a_frame_reaching_the_end_of_a_partition():
     for info in pkgutil.walk_packages(jobs.__path__, "jobs."):
         mod = __import__(info.name, fromlist=["_"])
         assert "unboundedFollowing" not in inspect.getsource(mod), info.name
+
+
+def test_unmatched_batches_are_those_the_other_side_lacks(spark):
+    """Three replicas: 2 holds 1's batches and one more (1 lags behind), 3 diverged after the
+    first two batches (other CRCs at the same offsets). Per pair, each side's unmatched batches
+    are exactly those with no twin (offsets and CRC) on the other; batches all three hold are no
+    one's, and a batch failing its CRC is never compared."""
+    def b(broker, base, crc, valid=True):
+        return {"broker": broker, "log_dir": "d", "topic": "t", "partition": 0, "dir_state": "live", "path": f"{broker}.log",
+                "position": base * 100, "base_offset": base, "last_offset": base, "crc": crc, "crc_valid": valid,
+                "is_control": False, "file_kind": "segment"}
+    rows = [b(1, 0, 10), b(1, 1, 11), b(1, 2, 12), b(2, 0, 10), b(2, 1, 11), b(2, 2, 12), b(2, 3, 13),
+            b(3, 0, 10), b(3, 1, 11), b(3, 2, 99), b(3, 3, 98), b(3, 4, 97, valid=False)]
+    bs = schema_of("batches")
+    batches = spark.createDataFrame(pa.Table.from_pylist([{f.name: r.get(f.name) for f in bs} for r in rows], schema=bs).to_pandas(),
+                                    from_arrow_schema(bs)).withColumn("aborted", F.lit(False))
+    rl = spark.createDataFrame([("t", 0, n, "live") for n in (1, 2, 3)], "topic string, partition int, broker int, dir_state string")
+    ua, ub = compare.unmatched_batches(batches, rl)
+    got = sorted((r["broker_a"], r["broker_b"], "a", r["base_offset"]) for r in ua.collect()) + \
+        sorted((r["broker_a"], r["broker_b"], "b", r["base_offset"]) for r in ub.collect())
+    want = sorted([(1, 3, "a", 2), (2, 3, "a", 2), (2, 3, "a", 3)]) + sorted([(1, 2, "b", 3), (1, 3, "b", 2), (1, 3, "b", 3),
+                                                                            (2, 3, "b", 2), (2, 3, "b", 3)])
+    assert got == want
