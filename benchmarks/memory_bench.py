@@ -182,6 +182,10 @@ def collection(args: argparse.Namespace, tmp: Path, bulk) -> None:
     r = run_cli(args.command, res.brokers, tmp / "out", args.driver_memory)
     report_cli(f"kafka-forensics {args.command} of the whole collection", r)
     print(f"    throughput, whole process: {size / MiB / r['seconds']:.0f} MiB/s")
+    run = tmp / "out" / "run.json"
+    if run.exists():  # the phases (issue 35: the jobs phase must not cost more than the ingest)
+        s = json.loads(run.read_text()).get("seconds", {})
+        print(f"    phases: ingest {s.get('discover', 0) + s.get('parse', 0) + s.get('write', 0):.1f} s, jobs {s.get('jobs', 0):.1f} s")
 
 
 def main() -> None:
