@@ -33,6 +33,14 @@ SRC = REAL / "crash-only"
 OTHER = REAL / "clean-failover"
 
 
+def _default_signals() -> None:
+    """In the child: SIGHUP, SIGTERM and SIGINT as a shell started from a terminal gives them. A
+    signal ignored when a run starts stays ignored (``nohup``), so a test run under a harness that
+    ignores SIGHUP would otherwise test nothing."""
+    for sig in (signal.SIGHUP, signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, signal.SIG_DFL)
+
+
 class Run:
     """One ``analyze`` in a new session; stderr is collected by a thread (it is how pauses announce)."""
 
@@ -41,7 +49,8 @@ class Run:
         if pause:
             env["KF_TEST_PAUSE_AT"] = pause
         self.proc = subprocess.Popen([*CLI, "analyze", str(src), "--out", str(out), "--format", "json"], cwd=cwd, env=env,
-                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
+                                     preexec_fn=_default_signals)
         self.stdout: list[str] = []
         self.stderr: list[str] = []
         self.threads = [threading.Thread(target=self._drain, args=(s, buf), daemon=True)

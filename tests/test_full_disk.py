@@ -122,13 +122,14 @@ def test_a_heap_too_small_is_one_line_and_leaves_no_dir(tmp_path):
     MiB is Spark's 300 MiB reserve and little more), so Spark broadcasts whole tables. Broker 3's
     logs end at a batch boundary halfway (cut where an index entry points), so the replicas differ
     and the record-level comparison, which joins the records table, runs: replicas that agree batch
-    for batch are not compared record by record."""
+    for batch are not compared record by record, and only the records of the differing offsets are
+    read (so the collection is large enough that those outgrow the heap)."""
     import shutil
     import struct
 
     from sample_data.writer.bulk import generate
 
-    g = generate(tmp_path / "in", brokers=3, partitions=8, records=32_000, codec="zstd", seed=3)
+    g = generate(tmp_path / "in", brokers=3, partitions=8, records=128_000, codec="zstd", seed=3)
     for index in sorted((tmp_path / "in" / "broker-3").glob("*/*.index")):
         entries = index.read_bytes()
         (_, middle), = struct.iter_unpack(">ii", entries[len(entries) // 16 * 8:][:8])

@@ -14,6 +14,18 @@ R2 = {"topic": "t", "partition": 0, "broker": 2, "log_dir": "b2/d", "dir_state":
 LOG = "00000000000000000000.log"
 
 
+def runs(batches: list[dict]) -> list[dict]:
+    """The batch_runs rows of one replica's batches (one piece), as ingest sums them."""
+    import pyarrow as pa
+
+    from jobs.ingest.batch_runs import runs_of
+    from parsers.segment import BATCH_SCHEMA
+
+    table = pa.Table.from_pylist([{f.name: b.get(f.name) for f in BATCH_SCHEMA} for b in batches], schema=BATCH_SCHEMA)
+    own = {k: batches[0][k] for k in (*R1, "file_kind")}
+    return [{**own, **r} for r in runs_of(table).to_pylist()]
+
+
 def _frame(spark, name, rows):
     schema = from_arrow_schema(schema_of(name))
     return local_frame(spark, [tuple(r.get(f) for f in schema.fieldNames()) for r in rows], schema)
@@ -36,7 +48,8 @@ def test_each_file_kind_lands_in_its_replica_row(spark, tmp_path):
         "problems": [{**R1, "path": f"b1/d/t-0/{LOG}", "code": "x"}],
         "clean_shutdown": [{"broker": 2, "log_dir": "b2/d"}],
     }
-    t = {name: _frame(spark, name, rows[name]) if name in rows else read_table(spark, tmp_path, name) for name in TABLES}
+    rows["batch_runs"] = runs(rows["batches"])
+    t = {name: _frame(spark, name, rows[name]) if name in rows else read_table(spark, tmp_path, name) for name in (*TABLES, "batch_runs")}
     got = {r["broker"]: r.asDict(recursive=True) for r in build(t).collect()}
     assert set(got) == {1, 2}
     one, two = got[1], got[2]
