@@ -27,7 +27,7 @@ print(json.dumps({"n": n, "mapped": sorted({ln.split()[-1] for ln in maps.splitl
 
 
 def _probe(cache: Path) -> subprocess.CompletedProcess:
-    env = {k: v for k, v in os.environ.items() if k not in ("SPARK_CONF_DIR", class_sharing.ENV_OFF)}
+    env = {k: v for k, v in os.environ.items() if k not in ("SPARK_CONF_DIR", class_sharing.ENV_OFF, "KF_SPARK_LOG_LEVEL")}
     env[class_sharing.ENV_CACHE] = str(cache)
     return subprocess.run([sys.executable, "-c", PROBE], cwd=REPO, env=env, capture_output=True, text=True, timeout=600)
 

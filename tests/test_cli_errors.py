@@ -8,6 +8,8 @@ the failures are made before any session starts.
 
 from __future__ import annotations
 
+import os
+
 import pytest
 from conftest import REAL
 from test_report_data import FINDINGS, make_out_dir
@@ -20,6 +22,18 @@ LINE = "internal error: ValueError: boom (-v shows the traceback; please report 
 
 def _boom(*args, **kwargs):
     raise ValueError("boom\nand a second line")
+
+
+@pytest.fixture(autouse=True)
+def _verbose_stays_in_the_test():
+    """-v sets KF_SPARK_LOG_LEVEL for the process: run in-process it must not outlive its test (a
+    later test's Spark in this worker would start verbose, with class sharing off)."""
+    before = os.environ.get("KF_SPARK_LOG_LEVEL")
+    yield
+    if before is None:
+        os.environ.pop("KF_SPARK_LOG_LEVEL", None)
+    else:
+        os.environ["KF_SPARK_LOG_LEVEL"] = before
 
 
 @pytest.fixture
