@@ -186,11 +186,14 @@ class Case:
         their transaction outcome: cached, as the unmatched sides, their offset windows and the
         record joins all read them (a diverged tail, not the whole log). A healthy partition's
         batches are never read here, and the outcome's window sorts transactional batches only."""
-        parts = local_frame(self.spark, self.differing, PARTITION_SCHEMA)
-        topics = sorted({t for t, _ in self.differing})
-        batches = compare.within(self.tables["batches"], parts, topics)
-        aborted = compare.aborted_batches(batches, compare.within(self.tables["records"], parts, topics))
+        batches = self._differing_rows("batches")
+        aborted = compare.aborted_batches(batches, self._differing_rows("records"))
         return compare.not_everywhere(live_segment_batches(batches), self.replica_logs, aborted).cache()
+
+    def _differing_rows(self, table: str) -> DataFrame:
+        """Input table ``table``'s rows of the ``differing`` partitions only."""
+        parts = local_frame(self.spark, self.differing, PARTITION_SCHEMA)
+        return compare.within(self.tables[table], parts, sorted({t for t, _ in self.differing}))
 
     @once_property
     def unmatched(self) -> tuple[DataFrame, DataFrame]:
@@ -202,9 +205,7 @@ class Case:
         windows = compare.unmatched_windows(self.unmatched).collect()
         records = self.tables["records"]
         if len(windows) > MAX_RECORD_WINDOWS:
-            windows = None
-            records = compare.within(records, local_frame(self.spark, self.differing, PARTITION_SCHEMA),
-                                     sorted({t for t, _ in self.differing}))
+            windows, records = None, self._differing_rows("records")
         return compare.record_diffs(None, records, self.replica_logs, self.unmatched, windows).cache()
 
     @once_property

@@ -26,6 +26,8 @@ from .offset_ranges import islands
 from .replica_logs import live_segment_batches
 
 PAIR = ["topic", "partition", "broker_a", "broker_b"]
+# what makes two replicas' batches the same batch (a follower appends the leader's unchanged)
+BATCH_KEY = ["topic", "partition", "base_offset", "last_offset", "crc"]
 BATCH_COLS = ["path", "position", "partition_leader_epoch", "producer_id", "producer_epoch", "base_sequence", "is_transactional",
               "is_control", "aborted"]
 
@@ -138,7 +140,7 @@ def not_everywhere(batches: DataFrame, replica_logs: DataFrame, aborted: DataFra
     (``aborted_batches``): then only the few batches kept are joined with it."""
     # A batch failing its CRC is not readable data (it is a crc_mismatch finding of its own);
     # comparing its decoded records would report the damage a second time as divergence.
-    key = ["topic", "partition", "base_offset", "last_offset", "crc"]
+    key = BATCH_KEY
     cols = BATCH_COLS if aborted is None else [c for c in BATCH_COLS if c != "aborted"]
     b = batches.where(F.coalesce(F.col("crc_valid"), F.lit(True))).select(
         "topic", "partition", "broker", "base_offset", "last_offset", "crc", *cols
@@ -160,12 +162,11 @@ def unmatched_sides(some: DataFrame, replica_logs: DataFrame) -> tuple[DataFrame
     """``unmatched_batches`` from ``not_everywhere``'s batches: per pair, those one side holds and
     the other lacks."""
     pairs = replica_pairs(replica_logs)
-    key = ["topic", "partition", "base_offset", "last_offset", "crc"]
 
     def side(me: str, other: str) -> DataFrame:
         mine = some.withColumnRenamed("broker", f"broker_{me}")
-        theirs = some.select(*key, F.col("broker").alias(f"broker_{other}"))
-        return pairs.join(mine, ["topic", "partition", f"broker_{me}"]).join(theirs, [*key, f"broker_{other}"], "left_anti")
+        theirs = some.select(*BATCH_KEY, F.col("broker").alias(f"broker_{other}"))
+        return pairs.join(mine, ["topic", "partition", f"broker_{me}"]).join(theirs, [*BATCH_KEY, f"broker_{other}"], "left_anti")
 
     return side("a", "b"), side("b", "a")
 

@@ -34,6 +34,7 @@ from pyspark.sql import types as T
 
 from jobs.store.io import local_frame
 
+from .compare import BATCH_KEY
 from .replica_logs import live_segment_batches
 
 UNDEFINED_EPOCH = -1
@@ -198,7 +199,7 @@ def destroyed(spark, batches: DataFrame, rows: list[dict]) -> dict:
     mine = b.join(cuts, ["topic", "partition", "broker"]).where(F.col("last_offset") >= F.col("truncate_to"))
     n = F.least(F.col("record_count"), F.col("last_offset") - F.greatest("base_offset", "truncate_to") + 1)
     others = b.select("topic", "partition", F.col("broker").alias("holder"), "base_offset", "last_offset", "crc")
-    per_batch = mine.withColumn("n", n).join(others, ["topic", "partition", "base_offset", "last_offset", "crc"], "left").groupBy(
+    per_batch = mine.withColumn("n", n).join(others, BATCH_KEY, "left").groupBy(
         "topic", "partition", "broker", "base_offset").agg(
         F.first("n").alias("n"), F.collect_set(F.when(F.col("holder") != F.col("broker"), F.col("holder"))).alias("holders"))
     agg = per_batch.groupBy("topic", "partition", "broker").agg(
