@@ -57,6 +57,21 @@ def dump_log(tmp_path_factory):
     return run
 
 
+TOOLS_TGZ_41 = SHARED / "tools" / "kafka_2.13-4.1.1.tgz"
+
+
+@pytest.fixture(scope="session")
+def kafka41_bin(tmp_path_factory) -> Path:
+    """Kafka 4.1.1's ``bin/`` (from ../shared/tools), extracted once per session: the judge of
+    what only Kafka 4 writes (its group, share and transaction coordinators' records)."""
+    if shutil.which("java") is None:
+        pytest.fail("Java 17 is required for the Kafka 4.1.1 oracle")
+    root = tmp_path_factory.mktemp("kafka41")
+    with tarfile.open(TOOLS_TGZ_41) as tf:
+        tf.extractall(root, filter="data")
+    return next(root.rglob("bin/kafka-dump-log.sh")).parent
+
+
 _DUMP_MANY = """
 public class DumpMany {
     public static void main(String[] args) {

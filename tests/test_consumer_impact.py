@@ -4,7 +4,7 @@ The same rule on real Kafka bytes is checked in test_restart_preview_real.py."""
 
 from __future__ import annotations
 
-from jobs.findings.loss import consumer_read_lost
+from jobs.findings.loss import consumer_read_lost, share_progress
 from jobs.findings.model import Finding
 
 LEO = {("ue", 0): 450}
@@ -56,3 +56,33 @@ def test_divergence_alone_warns_once_per_group_over_the_union_of_ranges():
     found = consumer_read_lost([commit("a", 460), commit("b", 320)], [divergence(300, 449), divergence(440, 455)], LEO)
     assert [(f.first_offset, f.last_offset, f.records, f.severity) for f in found] == [(300, 455, 156, "warning"), (300, 319, 20, "warning")]
     assert "OFFSET_OUT_OF_RANGE" in found[0].explanation
+
+
+def share_start(group: str, offset: int, partition: int = 0) -> dict:
+    return {**commit(group, offset, partition), "path": "broker-2/__share_group_state-0/00000000000000000000.log", "share": True}
+
+
+def test_a_share_group_past_a_lost_range_read_it_and_says_it_is_a_share_group():
+    """A share group's start offset is its progress (every record below it acknowledged or
+    archived): past the first lost offset it consumed lost records, like a committed offset."""
+    [f] = consumer_read_lost([share_start("sg", 400)], [loss(300, 499, [1])], LEO)
+    assert (f.kind, f.severity, f.first_offset, f.last_offset, f.records) == ("consumer_read_lost_data", "warning", 300, 399, 100)
+    assert f.explanation.startswith("Share group sg's share-partition start offset on ue-0 is 400")
+    assert f.evidence[0].path.startswith("broker-2/__share_group_state-0")
+    assert f.evidence[0].detail == "__share_group_state: share group sg start offset 400"
+    assert consumer_read_lost([share_start("behind", 300)], [loss(300, 499, [1])], LEO) == []
+
+
+def test_a_share_group_beyond_the_surviving_log_end_is_never_delivered_the_records_written_below_its_start():
+    [f] = consumer_read_lost([share_start("sg", 480)], [loss(300, 499, [])], LEO)
+    assert f.severity == "error" and "Share group sg" in f.explanation
+    assert "does not move a share-partition's start offset back" in f.explanation and "450-479" in f.explanation
+    assert "auto.offset.reset" not in f.explanation
+
+
+def test_share_starts_name_their_topic_by_the_id_in_partition_metadata():
+    rl = [{"topic": "ue", "partition": 0, "broker": 1, "topic_id": "ID-ue"}, {"topic": "old", "partition": 0, "broker": 1, "topic_id": None}]
+    starts = [{"group": "sg", "topic_id": "ID-ue", "partition": 0, "start_offset": 7, "broker": 2, "path": "p", "batch_position": 0},
+              {"group": "sg", "topic_id": "ID-deleted", "partition": 0, "start_offset": 9, "broker": 2, "path": "p", "batch_position": 0}]
+    assert share_progress(starts, rl) == [{"group": "sg", "topic": "ue", "partition": 0, "committed_offset": 7, "broker": 2,
+                                           "path": "p", "batch_position": 0, "share": True}]

@@ -39,7 +39,7 @@ from jobs.store.spark import side_by_side
 
 INPUT_TABLES = ["brokers", "files", "batches", "batch_runs", "records", "checkpoints", "leader_epochs", "partition_metadata",
                 "clean_shutdown", "problems", "index_files", "index_entries", "producer_states", "metadata_records", "consumer_offsets",
-                "transactions", "log_events", "remote_segments"]
+                "transactions", "log_events", "remote_segments", "share_group_state"]
 # (topic, partition) rows, for the few partitions a comparison reads
 PARTITION_SCHEMA = T.StructType([T.StructField("topic", T.StringType()), T.StructField("partition", T.IntegerType())])
 # Past this many replicas with unmatched batches, the records are not filtered by literal offset
@@ -244,4 +244,5 @@ class Case:
     @once_property
     def history(self) -> dict:
         t = self.tables
-        return views.collect(self.metadata_events, self.log_events, self.replica_logs, t["consumer_offsets"], t["transactions"])
+        return views.collect(self.metadata_events, self.log_events, self.replica_logs, t["consumer_offsets"], t["transactions"],
+                             t["share_group_state"])

@@ -45,7 +45,7 @@ KINDS = {
 PROBLEM_EXPLANATIONS = {
     "metadata_record_undecodable": "A __cluster_metadata record does not decode as its type and version say; Kafka would fail to "
                                    "replay this log here. The metadata timeline skips the record.",
-    "invalid_record": "An internal-topic record (__consumer_offsets / __transaction_state / __remote_log_metadata) does not decode; Kafka's coordinator "
+    "invalid_record": "An internal-topic record (__consumer_offsets / __transaction_state / __share_group_state / __remote_log_metadata) does not decode; Kafka's coordinator "
                       "would fail to load it. It is kept raw in its table.",
     "truncated_gzip": "This compressed broker log ends early (cut by rotation or copying): its events up to the cut are used.",
     "corrupt_gzip": "This compressed broker log is damaged: its events up to the damage are used.",

@@ -130,10 +130,33 @@ def loss_findings(ranges: list, surv: dict) -> list[Finding]:
     return out
 
 
+def progress_text(c) -> str:
+    """The evidence line of a group's progress: its commit, or its share-partition start offset."""
+    if _is_share(c):
+        return f"__share_group_state: share group {c['group']} start offset {c['committed_offset']}"
+    return f"__consumer_offsets: group {c['group']} committed offset {c['committed_offset']}"
+
+
+def _is_share(c) -> bool:
+    return isinstance(c, dict) and bool(c.get("share"))
+
+
+def share_progress(starts: list, rl: list) -> list[dict]:
+    """Share groups' start offsets (``views.share_starts`` rows) as progress rows shaped like
+    commits (``committed_offset`` = the start offset, ``share`` True), on the topic that
+    partition.metadata names by the record's topic id. A topic id no collected replica carries
+    (a deleted topic, or one re-created under a new id) names nothing and is left out."""
+    names = {r["topic_id"]: r["topic"] for r in rl if r["topic_id"]}
+    return [{"group": s["group"], "topic": names[s["topic_id"]], "partition": s["partition"], "committed_offset": s["start_offset"],
+             "broker": s["broker"], "path": s["path"], "batch_position": s["batch_position"], "share": True}
+            for s in starts if s["topic_id"] in names]
+
+
 def consumer_loss_findings(commits: list, rl: list, loss: list[Finding]) -> list[Finding]:
-    """Committed consumer offsets beyond every replica's log end. ``commits``: latest commit per
-    (group, topic, partition) with path/offset evidence. Existing loss findings that cover the
-    same offsets get the commit as evidence instead of a second count."""
+    """Committed consumer offsets (and share-partition start offsets) beyond every replica's log
+    end. ``commits``: latest commit per (group, topic, partition) with path/offset evidence.
+    Existing loss findings that cover the same offsets get the commit as evidence instead of a
+    second count."""
     leo: dict[tuple, int] = {}
     for r in rl:
         if r["dir_state"] == "live" and r["leo"] is not None:
@@ -148,8 +171,7 @@ def consumer_loss_findings(commits: list, rl: list, loss: list[Finding]) -> list
     for k, cs in by.items():
         top = max(c["committed_offset"] for c in cs)
         first, last = leo[k], top - 1
-        ev = [Evidence(c["broker"], c["path"], c["batch_position"],
-                       f"__consumer_offsets: group {c['group']} committed offset {c['committed_offset']}") for c in cs[:5]]
+        ev = [Evidence(c["broker"], c["path"], c["batch_position"], progress_text(c)) for c in cs[:5]]
         hit = [f for f in loss if f.topic == k[0] and f.partition == k[1] and f.first_offset is not None
                and f.first_offset <= last and f.last_offset >= first]
         if hit:
@@ -176,8 +198,15 @@ def interval_union(spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
     return out
 
 
-def _next_fetch(c: int, hit: list[Finding], leo: int | None) -> str:
-    """What the group's next fetch from ``c`` does against the surviving log (its LEO ``leo``)."""
+def _next_fetch(c: int, hit: list[Finding], leo: int | None, share: bool = False) -> str:
+    """What the group's next fetch from ``c`` does against the surviving log (its LEO ``leo``).
+    A share group past the end does not reset: the leader answers its share fetches
+    OFFSET_OUT_OF_RANGE, ``SharePartition.updateCacheAndOffsets`` refuses to move the start offset
+    back to the log start, and the fetch is retried (``ShareFetchUtils``) until the log reaches it."""
+    if leo is not None and c > leo and share:
+        return (f"Its share fetches, at {c}, are beyond the surviving log's end ({leo}): Kafka does not move a share-partition's "
+                f"start offset back, so the records the surviving log writes at offsets {leo}-{c - 1} are never delivered to "
+                "the group.")
     if leo is not None and c > leo:
         return (f"Its next fetch, at {c}, is beyond the surviving log's end ({leo}): OFFSET_OUT_OF_RANGE, and the group resets "
                 "by its auto.offset.reset (earliest re-reads from the log start, latest skips what is written until then).")
@@ -193,11 +222,12 @@ def _next_fetch(c: int, hit: list[Finding], leo: int | None) -> str:
 
 def consumer_read_lost(commits: list, ranges: list[Finding], leo: dict[tuple[str, int], int | None]) -> list[Finding]:
     """One ``consumer_read_lost_data`` per group and partition whose latest commit (``commits``: rows of
-    ``views.collect``) lies past the first offset of a lost (``acked_data_loss``) or divergent
-    (``replica_divergence``) range of ``ranges``: it has read records there. ``leo``: the surviving
-    log's LEO per partition (None when undetermined). Error when some of those records are held by
-    no replica any more (a loss range with no salvage broker), else warning. A commit at or below a
-    range's first offset (a group behind, or on a healthy partition) is nothing."""
+    ``views.collect``, and ``share_progress`` rows: a share group's start offset, below which every
+    record was acknowledged or archived) lies past the first offset of a lost (``acked_data_loss``)
+    or divergent (``replica_divergence``) range of ``ranges``: it has read records there. ``leo``:
+    the surviving log's LEO per partition (None when undetermined). Error when some of those records
+    are held by no replica any more (a loss range with no salvage broker), else warning. A commit at
+    or below a range's first offset (a group behind, or on a healthy partition) is nothing."""
     by_part: dict[tuple, list[Finding]] = defaultdict(list)
     for f in ranges:
         if f.kind in ("acked_data_loss", "replica_divergence") and f.first_offset is not None and f.last_offset is not None:
@@ -216,8 +246,8 @@ def consumer_read_lost(commits: list, ranges: list[Finding], leo: dict[tuple[str
                 f"offsets where replicas {brokers_text({b for f in hit for b in f.brokers})} hold different records "
                 "(it read whichever the broker it fetched from held)")
         read = ", ".join(f"{lo}-{hi}" for lo, hi in spans)
-        ev = [Evidence(cm["broker"], cm["path"], cm["batch_position"],
-                       f"__consumer_offsets: group {cm['group']} committed offset {c}")]
+        share = _is_share(cm)
+        ev = [Evidence(cm["broker"], cm["path"], cm["batch_position"], progress_text(cm))]
         ev += [Evidence(None, None, None, f"{f.kind} at offsets {f.first_offset}-{f.last_offset}: {f.explanation}") for f in hit[:3]]
         out.append(Finding(
             kind="consumer_read_lost_data", severity="error" if gone else "", topic=key[0], partition=key[1],
@@ -225,8 +255,10 @@ def consumer_read_lost(commits: list, ranges: list[Finding], leo: dict[tuple[str
             records=sum(hi - lo + 1 for lo, hi in spans), leader_epochs=[e for f in hit for e in f.leader_epochs],
             evidence=ev, salvage_brokers=salvage,
             surviving_broker=next((f.surviving_broker for f in hit if f.surviving_broker is not None), None),
-            explanation=f"Consumer group {cm['group']} committed offset {c} on {key[0]}-{key[1]}: it read past offsets {read}, "
-                        f"{what}. {_next_fetch(c, hit, leo.get(key))}".rstrip(),
+            explanation=(f"Share group {cm['group']}'s share-partition start offset on {key[0]}-{key[1]} is {c} (every record below "
+                         f"it acknowledged or archived): it consumed past offsets {read}, " if share else
+                         f"Consumer group {cm['group']} committed offset {c} on {key[0]}-{key[1]}: it read past offsets {read}, ")
+                        + f"{what}. {_next_fetch(c, hit, leo.get(key), share)}".rstrip(),
         ))
     return out
 
@@ -275,7 +307,8 @@ def find(case) -> list[Finding]:
     loss = hw_loss(case)
     h = case.history
     complete = [r for r in case.rl if (r["topic"], r["partition"]) in h["complete"]]
-    loss = loss + consumer_loss_findings(h["commits"], complete, loss)
+    progress = list(h["commits"]) + share_progress(h.get("share_starts", []), case.rl)
+    loss = loss + consumer_loss_findings(progress, complete, loss)
     by_key = {(r["topic"], r["partition"], r["broker"]): r["leo"] for r in case.rl}
     leo = {k: None if s["broker"] is None else by_key.get((*k, s["broker"])) for k, s in case.survivors.items()}
-    return loss + consumer_read_lost(h["commits"], loss + divergence_findings(case.ranges), leo)
+    return loss + consumer_read_lost(progress, loss + divergence_findings(case.ranges), leo)

@@ -13,9 +13,27 @@ from pyspark.sql import functions as F
 from jobs.store.io import collected
 
 
-def collect(me: DataFrame, le: DataFrame, rl_df: DataFrame, consumer_offsets: DataFrame, transactions: DataFrame) -> dict:
+def share_starts(share_state: DataFrame) -> DataFrame:
+    """Each share-partition's start offset as the share coordinator would replay it
+    (``ShareCoordinatorShard.replay``), one row per (group, topic_id, partition): a ShareSnapshot
+    (or its tombstone) replaces the state, a later ShareUpdate moves the start offset unless it
+    carries -1 (null here). So: the latest non-null start offset at or after the latest snapshot
+    or tombstone; none when that was a tombstone, or a snapshot of a share-partition not initialized
+    yet, with no update since. Ties across replicas of ``__share_group_state`` go to the lowest broker."""
+    key = ["group", "topic_id", "partition"]
+    ss = share_state.where(F.col("group").isNotNull() & F.col("topic_id").isNotNull() & F.col("partition").isNotNull()
+                           & F.col("record_type").isin("share_snapshot", "share_update"))
+    resets = ss.where(F.col("record_type") == "share_snapshot").groupBy(*key).agg(F.max("offset").alias("reset_at"))
+    moves = ss.where(F.col("start_offset").isNotNull() & ~F.col("tombstone")).join(resets, key, "left").where(
+        F.col("offset") >= F.coalesce("reset_at", F.lit(-1)))
+    return moves.groupBy(*key).agg(F.max_by(F.struct("start_offset", "broker", "path", "batch_position", "offset"),
+                                            F.struct("offset", -F.col("broker"))).alias("s")).select(*key, "s.*")
+
+
+def collect(me: DataFrame, le: DataFrame, rl_df: DataFrame, consumer_offsets: DataFrame, transactions: DataFrame,
+            share_state: DataFrame | None = None) -> dict:
     """``me``: metadata_events; ``le``: named log events; ``rl_df``: replica_logs. Returns collected
-    rows: elections, log_unclean, log_rows, events, commits, complete, txns, collected_ms."""
+    rows: elections, log_unclean, log_rows, events, commits, share_starts, complete, txns, collected_ms."""
     log_cols = ["topic", "partition", F.coalesce("node", "broker").alias("node"), "time", "line_no", "path", "event", "offset",
                 "hw", "leader", "leader_epoch", "text"]
     lines = collected(le.where((F.col("event") == "unclean_election") | (F.col("topic").isNotNull() & F.col("partition").isNotNull()
@@ -42,5 +60,6 @@ def collect(me: DataFrame, le: DataFrame, rl_df: DataFrame, consumer_offsets: Da
     if txns:
         coord = tx.agg(F.max("last_update_ms"), F.max("timestamp")).first()
         collected_ms = max((v for v in coord if v is not None), default=None)
+    starts = collected(share_starts(share_state)) if share_state is not None else []
     return {"elections": elections, "log_unclean": log_unclean, "log_rows": log_rows, "events": events,
-            "commits": commits, "complete": complete, "txns": txns, "collected_ms": collected_ms}
+            "commits": commits, "share_starts": starts, "complete": complete, "txns": txns, "collected_ms": collected_ms}

@@ -4,7 +4,8 @@ Why at discovery: the files of other partitions are then never opened, hashed or
 question about one topic of a large cluster costs what that topic costs. Rows that name a
 partition of their own (a checkpoint entry, a metadata record, a log line, a consumer commit)
 are kept only for the focused partitions, so the tables hold nothing else. Kafka's internal
-topics (``__cluster_metadata``, ``__consumer_offsets``, ``__transaction_state``, ``__remote_log_metadata``) are always read:
+topics (``__cluster_metadata``, ``__consumer_offsets``, ``__transaction_state``, ``__share_group_state``,
+``__remote_log_metadata``) are always read:
 they are the context of every partition (who led, who committed, which transactions ended).
 """
 

@@ -35,6 +35,7 @@ _DECODERS = {
     "metadata_records": "parsers.metadata_records",
     "consumer_offsets": "parsers.consumer_offsets",
     "transactions": "parsers.transaction_state",
+    "share_group_state": "parsers.share_group_state",
     "remote_segments": "parsers.remote_log_metadata",
 }
 
@@ -82,6 +83,7 @@ _MAX_TS_MS = 253_402_300_799_999  # 9999-12-31: beyond this a Spark timestamp ov
 OWN_COLUMNS: dict[str, set[str]] = {
     "checkpoints": {"topic", "partition", "dir_state"},
     "consumer_offsets": {"topic", "partition"},
+    "share_group_state": {"topic", "partition"},
     "remote_segments": {"topic", "partition"},
     "metadata_records": {"topic", "partition"},
     "log_events": {"topic", "partition"},

@@ -25,6 +25,7 @@ from parsers import (
     producer_snapshot,
     remote_log_metadata,
     segment,
+    share_group_state,
     time_index,
     transaction_index,
     transaction_state,
@@ -129,6 +130,9 @@ SCHEMAS: dict[str, pa.Schema] = {
     ]),
     "consumer_offsets": _with_common(consumer_offsets.CONSUMER_OFFSETS_SCHEMA),
     "transactions": _with_common(transaction_state.TRANSACTIONS_SCHEMA),
+    # __share_group_state (KIP-932 share groups): topic is null (the record names the topic by
+    # id, topic_id); partition is the share-partition's
+    "share_group_state": _with_common(share_group_state.SHARE_GROUP_STATE_SCHEMA),
     # __remote_log_metadata (tiered storage): one row per remote segment event; topic/partition
     # are the tiered partition's
     "remote_segments": _with_common(remote_log_metadata.REMOTE_SEGMENTS_SCHEMA),
@@ -174,6 +178,7 @@ INTERNAL_TOPIC_TABLE: dict[str, str] = {
     "__cluster_metadata": "metadata_records",
     "__consumer_offsets": "consumer_offsets",
     "__transaction_state": "transactions",
+    "__share_group_state": "share_group_state",
     "__remote_log_metadata": "remote_segments",
 }
 EXTRA_TABLE = {"records": "records", "index_info": "index_files"}

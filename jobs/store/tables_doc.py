@@ -41,6 +41,12 @@ ABOUT = {
     "remote_segments": "`__remote_log_metadata` (tiered storage, KIP-405): one row per remote segment event "
                        "(copy started/finished, delete started/finished, partition delete); topic/partition are the tiered partition's; "
                        "a segment's state is its latest row",
+    "consumer_offsets": "`__consumer_offsets`: one row per record of every type Kafka 4.1.1's group coordinator writes (offset "
+                        "commits; classic, consumer (KIP-848), share (KIP-932) and streams (KIP-1071) group records); topic/partition "
+                        "are the committed partition's",
+    "share_group_state": "`__share_group_state` (KIP-932 share groups): one row per ShareSnapshot/ShareUpdate record: a share "
+                         "group's start offset and state batches per share-partition; `topic` is null (the record names the topic "
+                         "by `topic_id`), `partition` is the share-partition's",
     "problems": "what every parser, the discovery and the archive reader found wrong, naming the file and byte position",
 }
 
