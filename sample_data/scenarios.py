@@ -118,13 +118,24 @@ def kip_101_safe(c: Cluster, size: Size) -> str:
 
 def unclean_election(c: Cluster, size: Size) -> str:
     c.create_topic("ue", size.partitions, _rf(size), min_isr=1)
+    c.join_group("ue-app", "consumer", "ue", [0])  # a KIP-848 consumer group
+    c.join_group("ue-share", "share", "ue", [0])  # a KIP-932 share group
     _produce(c, "ue", size, _frac(size, 0.4), acks="1")
+    c.fetch(REPLICATE_ROUNDS)
+    first = c.replica(1, "ue", 0).leo
+    c.commit_offset("ue-app", "ue", 0, first // 2)
+    c.share_acknowledge("ue-share", "ue", 0, first // 2)
     c.fetch(REPLICATE_ROUNDS)
     followers = [b for b in c.part("ue", 0).replicas if b != 1]
     for b in followers:
         c.crash(b)
     c.advance(LAG_TIME_MAX_MS + 1_000)  # the ISR shrinks to the leader
     _produce(c, "ue", size, _frac(size, 0.3), acks="1")
+    acked = c.replica(1, "ue", 0).leo
+    # both groups read past the records only the leader holds: the consumer group commits, the
+    # share group acknowledges every record below its new start offset (a ShareSnapshot)
+    c.commit_offset("ue-app", "ue", 0, first + (acked - first) // 3)
+    c.share_acknowledge("ue-share", "ue", 0, acked, snapshot=True)
     c.advance(6_000)
     c.crash(1)
     if not followers:
@@ -144,7 +155,9 @@ def unclean_election(c: Cluster, size: Size) -> str:
     return (
         "acks=1: the followers were killed, the lone leader acked more records, then died; a follower was elected "
         "uncleanly (out of the ISR) and took new writes; the old leader came back and truncated its acked records away. "
-        "The replicas are identical now, but the records acked by the old leader alone are gone."
+        "The replicas are identical now, but the records acked by the old leader alone are gone, and two Kafka 4 groups "
+        "had consumed some of them: a KIP-848 consumer group committed inside the lost range and a share group acknowledged "
+        "all of it (its share-partition start offset is past the new leader's log end)."
     )
 
 
@@ -275,6 +288,8 @@ def benign_mix(c: Cluster, size: Size) -> str:
     c.create_topic("bm", size.partitions, rf, min_isr=1)
     c.create_topic("bm-compact", 1, rf, min_isr=1, compacted=True)
     c.create_topic("bm-txn", 1, rf, min_isr=1)
+    for group, kind in (("bm-app", "consumer"), ("bm-share", "share"), ("bm-streams", "streams")):
+        c.join_group(group, kind, "bm", [0])  # Kafka 4 groups: KIP-848, KIP-932, KIP-1071
     _produce(c, "bm", size, _frac(size, 0.5))
     keys = [f"key-{i}".encode() for i in range(max(2, size.records // 20))]
     c.produce("bm-compact", 0, _frac(size, 0.5), batch_records=1, value_bytes=size.value_bytes, keys=keys)
@@ -301,6 +316,12 @@ def benign_mix(c: Cluster, size: Size) -> str:
             c.elect("bm", p, part.replicas[0])
     _produce(c, "bm", size, _frac(size, 0.3))
     c.fetch(REPLICATE_ROUNDS)
+    hw = c.replica(c.part("bm", 0).leader, "bm", 0).hw  # the groups read up to the HW, never past it
+    c.commit_offset("bm-app", "bm", 0, hw)
+    c.commit_offset("bm-streams", "bm", 0, hw - 1)
+    c.share_acknowledge("bm-share", "bm", 0, hw - size.batch_records)
+    c.share_acknowledge("bm-share", "bm", 0, hw, snapshot=True)
+    c.fetch(REPLICATE_ROUNDS)
     c.advance(6_000)
     _produce(c, "bm", size, size.batch_records)
     c.fetch(1)
@@ -311,7 +332,8 @@ def benign_mix(c: Cluster, size: Size) -> str:
     return (
         "Everything here is benign: a compacted topic with cleaner gaps, a committed and an aborted transaction with "
         "their markers, retention and deleteRecords moving the log start, leader epochs that hold no records, followers lagging "
-        "above the HW, and broker 3 killed at the end, just after a roll (stale checkpoints, preallocated indexes, a 0-byte "
+        "above the HW, KIP-848, share and streams groups committing and acknowledging up to the HW, and broker 3 killed at the "
+        "end, just after a roll (stale checkpoints, preallocated indexes, a 0-byte "
         "active segment and snapshot): only its "
         "unclean_shutdown (info) is a finding."
     )

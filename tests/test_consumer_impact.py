@@ -81,8 +81,13 @@ def test_a_share_group_beyond_the_surviving_log_end_is_never_delivered_the_recor
 
 
 def test_share_starts_name_their_topic_by_the_id_in_partition_metadata():
-    rl = [{"topic": "ue", "partition": 0, "broker": 1, "topic_id": "ID-ue"}, {"topic": "old", "partition": 0, "broker": 1, "topic_id": None}]
-    starts = [{"group": "sg", "topic_id": "ID-ue", "partition": 0, "start_offset": 7, "broker": 2, "path": "p", "batch_position": 0},
-              {"group": "sg", "topic_id": "ID-deleted", "partition": 0, "start_offset": 9, "broker": 2, "path": "p", "batch_position": 0}]
+    """The record's Uuid.toString() (base64url) against replica_logs' UUID string."""
+    rl = [{"topic": "ue", "partition": 0, "broker": 1, "topic_id": "00010203-0405-0607-0809-0a0b0c0d0e0f"},
+          {"topic": "old", "partition": 0, "broker": 1, "topic_id": None}]
+    starts = [{"group": "sg", "topic_id": "AAECAwQFBgcICQoLDA0ODw", "partition": 0, "start_offset": 7, "broker": 2, "path": "p",
+               "batch_position": 0},
+              {"group": "sg", "topic_id": "AQIDBAUGBwgJCgsMDQ4PEA", "partition": 0, "start_offset": 9, "broker": 2, "path": "p",
+               "batch_position": 0},  # a deleted topic's id
+              {"group": "sg", "topic_id": "not-an-id", "partition": 0, "start_offset": 9, "broker": 2, "path": "p", "batch_position": 0}]
     assert share_progress(starts, rl) == [{"group": "sg", "topic": "ue", "partition": 0, "committed_offset": 7, "broker": 2,
                                            "path": "p", "batch_position": 0, "share": True}]

@@ -141,3 +141,26 @@ def test_collected_rows_do_not_depend_on_how_a_table_was_split(spark):
     b = spark.createDataFrame(list(reversed(rows)), "n int, s string, l array<int>").coalesce(1)
     assert [tuple(r) for r in collected(a)] == [tuple(r) for r in collected(b)] == [
         (1, "a", [0]), (1, None, None), (2, "b", [2, 1]), (3, "c", [1])]
+
+
+def test_share_start_offsets_replay_snapshots_updates_and_tombstones(spark):
+    """``views.share_starts`` is ShareCoordinatorShard.replay: a snapshot replaces the state, an
+    update moves the start offset unless it says -1 (null), a tombstone forgets the share-partition."""
+    from jobs.history.views import share_starts
+
+    schema = from_arrow_schema(schema_of("share_group_state"))
+    rows = [  # (group, partition, offset, type, start offset, tombstone, broker)
+        ("g", 0, 0, "share_snapshot", None, False, 1), ("g", 0, 1, "share_update", 40, False, 1),
+        ("g", 0, 2, "share_update", None, False, 1),  # -1: unchanged, 40 stays
+        ("g", 1, 3, "share_snapshot", 10, False, 1), ("g", 1, 4, "share_update", 30, False, 1),
+        ("g", 1, 5, "share_snapshot", 20, False, 1),  # a new snapshot: 20, whatever came before
+        ("g", 2, 6, "share_snapshot", 50, False, 1), ("g", 2, 7, "share_snapshot", None, True, 1),  # deleted
+        ("g", 3, 8, "share_snapshot", None, False, 1),  # initialized, not started
+        ("g", 4, 9, "share_snapshot", 70, False, 2), ("g", 4, 9, "share_snapshot", 70, False, 1),  # two replicas
+    ]
+    df = spark.createDataFrame([{**{f.name: None for f in schema.fields}, "group": g, "topic_id": "T", "partition": p,
+                                 "offset": o, "record_type": t, "start_offset": s, "tombstone": d, "broker": b,
+                                 "path": f"broker-{b}/__share_group_state-0/00000000000000000000.log", "batch_position": o * 100}
+                                for g, p, o, t, s, d, b in rows], schema)
+    got = {(r["partition"], r["start_offset"], r["offset"], r["broker"]) for r in share_starts(df).collect()}
+    assert got == {(0, 40, 1, 1), (1, 20, 5, 1), (4, 70, 9, 1)}

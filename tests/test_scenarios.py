@@ -123,7 +123,7 @@ STORIES = {  # the kinds each story must produce on its incident partition (part
     "hw-two-fetch": {"acked_data_loss", "truncation_below_hw"},
     # pre-0.11 logs: no leader-epoch caches to disagree
     "kafka-1211-divergence": {"replica_divergence", "acked_data_loss", "truncation_below_hw"},
-    "unclean-election": {"acked_data_loss", "truncation_below_hw", "unclean_leader_election"},
+    "unclean-election": {"acked_data_loss", "truncation_below_hw", "unclean_leader_election", "consumer_read_lost_data"},
     "acks-all-min-isr-1": {"replica_divergence", "acked_data_loss", "unclean_leader_election", "unclean_shutdown"},
     "crash-lost-unflushed": {"replica_divergence", "acked_data_loss", "truncation_below_hw", "committed_data_lost_in_crash",
                              "unclean_shutdown"},

@@ -13,6 +13,8 @@ what every candidate lacks is lost, and the finding's ``surviving_broker`` is nu
 
 from __future__ import annotations
 
+import base64
+import uuid
 from collections import defaultdict
 
 from pyspark.sql import DataFrame
@@ -146,10 +148,24 @@ def share_progress(starts: list, rl: list) -> list[dict]:
     commits (``committed_offset`` = the start offset, ``share`` True), on the topic that
     partition.metadata names by the record's topic id. A topic id no collected replica carries
     (a deleted topic, or one re-created under a new id) names nothing and is left out."""
-    names = {r["topic_id"]: r["topic"] for r in rl if r["topic_id"]}
-    return [{"group": s["group"], "topic": names[s["topic_id"]], "partition": s["partition"], "committed_offset": s["start_offset"],
-             "broker": s["broker"], "path": s["path"], "batch_position": s["batch_position"], "share": True}
-            for s in starts if s["topic_id"] in names]
+    names = {r["topic_id"]: r["topic"] for r in rl if r["topic_id"]}  # replica_logs: the id as a UUID string
+    out = []
+    for s in starts:
+        topic = names.get(_uuid_text(s["topic_id"]))
+        if topic is not None:
+            out.append({"group": s["group"], "topic": topic, "partition": s["partition"], "committed_offset": s["start_offset"],
+                        "broker": s["broker"], "path": s["path"], "batch_position": s["batch_position"], "share": True})
+    return out
+
+
+def _uuid_text(topic_id: str) -> str | None:
+    """Kafka's ``Uuid.toString()`` (base64url, as coordinator records are decoded) as the UUID
+    string ``replica_logs`` carries; None when it is not 16 bytes."""
+    try:
+        raw = base64.urlsafe_b64decode(topic_id + "=" * (-len(topic_id) % 4))
+    except (ValueError, TypeError):
+        return None
+    return str(uuid.UUID(bytes=raw)) if len(raw) == 16 else None
 
 
 def consumer_loss_findings(commits: list, rl: list, loss: list[Finding]) -> list[Finding]:

@@ -310,6 +310,81 @@ class Cluster:
         self._maybe_advance_hw(part)
         return batch
 
+    # ------------------------------------------------------------------ group coordinators (Kafka 4)
+    def coordinator_write(self, topic: str, records: list) -> SimBatch | None:
+        """The group or share coordinator appending its records (``writer.records.Record``s, one
+        batch) to partition 0 of its topic (``__consumer_offsets``, ``__share_group_state``). The
+        coordinator writes with acks=all inside the broker: no client ledger row. None when the
+        partition has no live leader (the coordinator is unavailable: nothing is written)."""
+        part = self.part(topic, 0)
+        try:
+            leader = self.leader_replica(part)
+            if leader is None:
+                self.event("coordinator", "write_failed", topic=topic, partition=0, records=len(records))
+                return None
+            batch = SimBatch(leader.leo, tuple(SimRecord(r.key, r.value, START_MS + self.now) for r in records), part.epoch)
+            leader.append(batch)
+            self.event(f"broker-{part.leader}", "append", topic=topic, partition=0, first_offset=batch.base_offset,
+                       last_offset=batch.last_offset, epoch=part.epoch, acks="all", transactional=False, coordinator=True)
+            self._maybe_advance_hw(part)
+            return batch
+        finally:
+            self.advance(1)
+
+    def _group_topics(self) -> None:
+        """``__consumer_offsets`` and ``__share_group_state`` (one partition each, RF up to 3), created
+        the first time a group does anything, as Kafka creates them on first use."""
+        rf = min(3, len(self.brokers))
+        if ("__consumer_offsets", 0) not in self.partitions:
+            self.create_topic("__consumer_offsets", 1, rf, compacted=True)
+        if ("__share_group_state", 0) not in self.partitions:
+            self.create_topic("__share_group_state", 1, rf)
+
+    def join_group(self, group: str, kind: str, topic: str, partitions: list[int], *, member: str = "member-1", epoch: int = 1) -> None:
+        """A member joins a Kafka 4 group (``kind``: consumer = KIP-848, share = KIP-932, streams =
+        KIP-1071) reading ``partitions`` of ``topic``: the group coordinator's records for it."""
+        from sample_data.writer import coordinator_records as cr
+
+        self._group_topics()
+        ts, tid = START_MS + self.now, self.topic_ids[topic]
+        if kind == "consumer":
+            recs = cr.consumer_group_join(group, member, epoch=epoch, assignment={tid: partitions}, topics=[topic], ts=ts)
+        elif kind == "share":
+            recs = cr.share_group_join(group, member, epoch=epoch, assignment={tid: partitions}, topic_names={tid: topic}, ts=ts)
+        elif kind == "streams":
+            recs = cr.streams_group_join(group, member, epoch=epoch, source_topics=[topic], partitions=partitions, ts=ts)
+        else:
+            raise ValueError(f"group kind must be consumer, share or streams, not {kind!r}")
+        if self.coordinator_write("__consumer_offsets", recs) is not None:
+            self.event("coordinator", "group_join", group=group, kind=kind, topic=topic, partitions=list(partitions))
+            if kind == "share":  # the share coordinator initializes each share-partition's state
+                for p in partitions:
+                    self.coordinator_write("__share_group_state", [cr.share_snapshot(group, tid, p, start_offset=-1, ts=ts)])
+
+    def commit_offset(self, group: str, topic: str, partition: int, offset: int) -> None:
+        """A consumer group (classic or KIP-848: the same record) commits ``offset``: OffsetCommitValue
+        v4 with the topic id, as Kafka 4 writes it; the leader epoch is the partition's current one."""
+        from sample_data.writer.coordinator_records import offset_commit
+
+        self._group_topics()
+        part = self.part(topic, partition)
+        rec = offset_commit(group, topic, partition, offset, ts=START_MS + self.now, leader_epoch=part.epoch,
+                            topic_id=self.topic_ids[topic])
+        if self.coordinator_write("__consumer_offsets", [rec]) is not None:
+            self.event("coordinator", "group_progress", group=group, share=False, topic=topic, partition=partition, offset=offset)
+
+    def share_acknowledge(self, group: str, topic: str, partition: int, start_offset: int, *, snapshot: bool = False) -> None:
+        """A share group acknowledged every record below ``start_offset``: the share coordinator's
+        ShareUpdate (or, every few updates, a ShareSnapshot) moving the share-partition start offset."""
+        from sample_data.writer import coordinator_records as cr
+
+        self._group_topics()
+        part, tid, ts = self.part(topic, partition), self.topic_ids[topic], START_MS + self.now
+        rec = (cr.share_snapshot(group, tid, partition, start_offset=start_offset, ts=ts, snapshot_epoch=1, leader_epoch=part.epoch)
+               if snapshot else cr.share_update(group, tid, partition, start_offset=start_offset, ts=ts, leader_epoch=part.epoch))
+        if self.coordinator_write("__share_group_state", [rec]) is not None:
+            self.event("coordinator", "group_progress", group=group, share=True, topic=topic, partition=partition, offset=start_offset)
+
     @staticmethod
     def _txn_start(log: Replica, producer_id: int) -> int:
         """First offset of the producer's open transaction: after its last marker."""
