@@ -110,8 +110,11 @@ GROUP_METADATA_VALUE = Message(
     ],
 )
 
+# Its JSON "default": null is no default to Kafka's generator: the default is an empty struct, so
+# Kafka writes the tag for a null value (a consumer-protocol member: marker 0) and its JSON prints
+# "classicMemberMetadata": null, while an absent tag reads as the empty struct and prints nothing.
 _CLASSIC_MEMBER_METADATA = F(
-    "ClassicMemberMetadata", "struct", nullable="0+", tagged="0+", tag=0, default=None,
+    "ClassicMemberMetadata", "struct", nullable="0+", tagged="0+", tag=0,
     fields=[
         F("SessionTimeoutMs", "int32"),
         F("SupportedProtocols", "[]", fields=[F("Name", "string"), F("Metadata", "bytes")]),

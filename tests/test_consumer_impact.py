@@ -58,8 +58,9 @@ def test_divergence_alone_warns_once_per_group_over_the_union_of_ranges():
     assert "OFFSET_OUT_OF_RANGE" in found[0].explanation
 
 
-def share_start(group: str, offset: int, partition: int = 0) -> dict:
-    return {**commit(group, offset, partition), "path": "broker-2/__share_group_state-0/00000000000000000000.log", "share": True}
+def share_start(group: str, offset: int, partition: int = 0, start: int | None = None) -> dict:
+    return {**commit(group, offset, partition), "path": "broker-2/__share_group_state-0/00000000000000000000.log", "share": True,
+            "start_offset": offset if start is None else start}
 
 
 def test_a_share_group_past_a_lost_range_read_it_and_says_it_is_a_share_group():
@@ -67,9 +68,13 @@ def test_a_share_group_past_a_lost_range_read_it_and_says_it_is_a_share_group():
     archived): past the first lost offset it consumed lost records, like a committed offset."""
     [f] = consumer_read_lost([share_start("sg", 400)], [loss(300, 499, [1])], LEO)
     assert (f.kind, f.severity, f.first_offset, f.last_offset, f.records) == ("consumer_read_lost_data", "warning", 300, 399, 100)
-    assert f.explanation.startswith("Share group sg's share-partition start offset on ue-0 is 400")
+    assert f.explanation.startswith("Share group sg acknowledged or archived every record of ue-0 below offset 400 "
+                                    "(its share-partition start offset 400)")
     assert f.evidence[0].path.startswith("broker-2/__share_group_state-0")
     assert f.evidence[0].detail == "__share_group_state: share group sg start offset 400"
+    [f] = consumer_read_lost([share_start("sg", 400, start=250)], [loss(300, 499, [1])], LEO)  # acknowledged batches past its start
+    assert f.records == 100 and "start offset 250, and the acknowledged state batches after it" in f.explanation
+    assert f.evidence[0].detail == "__share_group_state: share group sg start offset 250, acknowledged or archived up to 399"
     assert consumer_read_lost([share_start("behind", 300)], [loss(300, 499, [1])], LEO) == []
 
 
@@ -84,10 +89,8 @@ def test_share_starts_name_their_topic_by_the_id_in_partition_metadata():
     """The record's Uuid.toString() (base64url) against replica_logs' UUID string."""
     rl = [{"topic": "ue", "partition": 0, "broker": 1, "topic_id": "00010203-0405-0607-0809-0a0b0c0d0e0f"},
           {"topic": "old", "partition": 0, "broker": 1, "topic_id": None}]
-    starts = [{"group": "sg", "topic_id": "AAECAwQFBgcICQoLDA0ODw", "partition": 0, "start_offset": 7, "broker": 2, "path": "p",
-               "batch_position": 0},
-              {"group": "sg", "topic_id": "AQIDBAUGBwgJCgsMDQ4PEA", "partition": 0, "start_offset": 9, "broker": 2, "path": "p",
-               "batch_position": 0},  # a deleted topic's id
-              {"group": "sg", "topic_id": "not-an-id", "partition": 0, "start_offset": 9, "broker": 2, "path": "p", "batch_position": 0}]
-    assert share_progress(starts, rl) == [{"group": "sg", "topic": "ue", "partition": 0, "committed_offset": 7, "broker": 2,
-                                           "path": "p", "batch_position": 0, "share": True}]
+    base = {"group": "sg", "partition": 0, "start_offset": 7, "acknowledged_to": 9, "broker": 2, "path": "p", "batch_position": 0}
+    starts = [{**base, "topic_id": "AAECAwQFBgcICQoLDA0ODw"}, {**base, "topic_id": "AQIDBAUGBwgJCgsMDQ4PEA"},  # a deleted topic's id
+              {**base, "topic_id": "not-an-id"}]
+    assert share_progress(starts, rl) == [{"group": "sg", "topic": "ue", "partition": 0, "committed_offset": 9, "start_offset": 7,
+                                           "broker": 2, "path": "p", "batch_position": 0, "share": True}]

@@ -145,22 +145,35 @@ def test_collected_rows_do_not_depend_on_how_a_table_was_split(spark):
 
 def test_share_start_offsets_replay_snapshots_updates_and_tombstones(spark):
     """``views.share_starts`` is ShareCoordinatorShard.replay: a snapshot replaces the state, an
-    update moves the start offset unless it says -1 (null), a tombstone forgets the share-partition."""
+    update moves the start offset unless it says -1 (null) and its batches override the offsets
+    they cover, a tombstone forgets the share-partition; then, as SharePartition loads it, the
+    start moves over the acknowledged (2) or archived (4) batches that follow it without a gap."""
     from jobs.history.views import share_starts
 
     schema = from_arrow_schema(schema_of("share_group_state"))
-    rows = [  # (group, partition, offset, type, start offset, tombstone, broker)
-        ("g", 0, 0, "share_snapshot", None, False, 1), ("g", 0, 1, "share_update", 40, False, 1),
-        ("g", 0, 2, "share_update", None, False, 1),  # -1: unchanged, 40 stays
-        ("g", 1, 3, "share_snapshot", 10, False, 1), ("g", 1, 4, "share_update", 30, False, 1),
-        ("g", 1, 5, "share_snapshot", 20, False, 1),  # a new snapshot: 20, whatever came before
-        ("g", 2, 6, "share_snapshot", 50, False, 1), ("g", 2, 7, "share_snapshot", None, True, 1),  # deleted
-        ("g", 3, 8, "share_snapshot", None, False, 1),  # initialized, not started
-        ("g", 4, 9, "share_snapshot", 70, False, 2), ("g", 4, 9, "share_snapshot", 70, False, 1),  # two replicas
+    acked, archived, available = 2, 4, 0
+    rows = [  # (partition, offset, type, start offset, tombstone, broker, state batches)
+        (0, 0, "share_snapshot", None, False, 1, []), (0, 1, "share_update", 40, False, 1, []),
+        (0, 2, "share_update", None, False, 1, []),  # -1: unchanged, 40 stays
+        (1, 3, "share_snapshot", 10, False, 1, []), (1, 4, "share_update", 30, False, 1, []),
+        (1, 5, "share_snapshot", 20, False, 1, []),  # a new snapshot: 20, whatever came before
+        (2, 6, "share_snapshot", 50, False, 1, []), (2, 7, "share_snapshot", None, True, 1, []),  # deleted
+        (3, 8, "share_snapshot", None, False, 1, []),  # initialized, not started
+        (4, 9, "share_snapshot", 70, False, 2, []), (4, 9, "share_snapshot", 70, False, 1, []),  # two replicas
+        # what real Kafka 4.1.1 wrote for 60 records consumed: start 0, one acknowledged batch 0-59
+        (5, 10, "share_snapshot", None, False, 1, []), (5, 11, "share_update", 0, False, 1, [(0, 59, acked)]),
+        # acknowledged, then archived, then a later update releasing 105-109: done up to 105
+        (6, 12, "share_snapshot", 100, False, 1, [(100, 104, acked), (105, 119, archived), (121, 130, acked)]),
+        (6, 13, "share_update", None, False, 1, [(105, 109, available)]),
+        # a gap after the acknowledged batch: the start stops at the gap
+        (7, 14, "share_snapshot", 200, False, 1, [(200, 209, acked), (215, 220, acked)]),
     ]
-    df = spark.createDataFrame([{**{f.name: None for f in schema.fields}, "group": g, "topic_id": "T", "partition": p,
+    df = spark.createDataFrame([{**{f.name: None for f in schema.fields}, "group": "g", "topic_id": "T", "partition": p,
                                  "offset": o, "record_type": t, "start_offset": s, "tombstone": d, "broker": b,
-                                 "path": f"broker-{b}/__share_group_state-0/00000000000000000000.log", "batch_position": o * 100}
-                                for g, p, o, t, s, d, b in rows], schema)
-    got = {(r["partition"], r["start_offset"], r["offset"], r["broker"]) for r in share_starts(df).collect()}
-    assert got == {(0, 40, 1, 1), (1, 20, 5, 1), (4, 70, 9, 1)}
+                                 "path": f"broker-{b}/__share_group_state-0/00000000000000000000.log", "batch_position": o * 100,
+                                 "state_batches": [{"first_offset": a, "last_offset": z, "delivery_state": st, "delivery_count": 1}
+                                                   for a, z, st in bs]}
+                                for p, o, t, s, d, b, bs in rows], schema)
+    got = {(r["partition"], r["start_offset"], r["acknowledged_to"], r["batch_position"], r["broker"]) for r in share_starts(df)}
+    assert got == {(0, 40, 40, 200, 1), (1, 20, 20, 500, 1), (4, 70, 70, 900, 1), (5, 0, 60, 1100, 1), (6, 100, 105, 1300, 1),
+                   (7, 200, 210, 1400, 1)}

@@ -135,7 +135,8 @@ def loss_findings(ranges: list, surv: dict) -> list[Finding]:
 def progress_text(c) -> str:
     """The evidence line of a group's progress: its commit, or its share-partition start offset."""
     if _is_share(c):
-        return f"__share_group_state: share group {c['group']} start offset {c['committed_offset']}"
+        acked = f", acknowledged or archived up to {c['committed_offset'] - 1}" if c["committed_offset"] > c["start_offset"] else ""
+        return f"__share_group_state: share group {c['group']} start offset {c['start_offset']}{acked}"
     return f"__consumer_offsets: group {c['group']} committed offset {c['committed_offset']}"
 
 
@@ -144,8 +145,9 @@ def _is_share(c) -> bool:
 
 
 def share_progress(starts: list, rl: list) -> list[dict]:
-    """Share groups' start offsets (``views.share_starts`` rows) as progress rows shaped like
-    commits (``committed_offset`` = the start offset, ``share`` True), on the topic that
+    """Share groups' progress (``views.share_starts`` rows) as rows shaped like commits
+    (``committed_offset`` = the first offset not acknowledged: the start offset moved over the
+    acknowledged batches after it, as SharePartition loads it; ``share`` True), on the topic that
     partition.metadata names by the record's topic id. A topic id no collected replica carries
     (a deleted topic, or one re-created under a new id) names nothing and is left out."""
     names = {r["topic_id"]: r["topic"] for r in rl if r["topic_id"]}  # replica_logs: the id as a UUID string
@@ -153,8 +155,9 @@ def share_progress(starts: list, rl: list) -> list[dict]:
     for s in starts:
         topic = names.get(_uuid_text(s["topic_id"]))
         if topic is not None:
-            out.append({"group": s["group"], "topic": topic, "partition": s["partition"], "committed_offset": s["start_offset"],
-                        "broker": s["broker"], "path": s["path"], "batch_position": s["batch_position"], "share": True})
+            out.append({"group": s["group"], "topic": topic, "partition": s["partition"], "committed_offset": s["acknowledged_to"],
+                        "start_offset": s["start_offset"], "broker": s["broker"], "path": s["path"],
+                        "batch_position": s["batch_position"], "share": True})
     return out
 
 
@@ -271,8 +274,10 @@ def consumer_read_lost(commits: list, ranges: list[Finding], leo: dict[tuple[str
             records=sum(hi - lo + 1 for lo, hi in spans), leader_epochs=[e for f in hit for e in f.leader_epochs],
             evidence=ev, salvage_brokers=salvage,
             surviving_broker=next((f.surviving_broker for f in hit if f.surviving_broker is not None), None),
-            explanation=(f"Share group {cm['group']}'s share-partition start offset on {key[0]}-{key[1]} is {c} (every record below "
-                         f"it acknowledged or archived): it consumed past offsets {read}, " if share else
+            explanation=(f"Share group {cm['group']} acknowledged or archived every record of {key[0]}-{key[1]} below offset {c} "
+                         f"(its share-partition start offset {cm['start_offset']}"
+                         + (", and the acknowledged state batches after it" if c > cm["start_offset"] else "")
+                         + f"): it consumed past offsets {read}, " if share else
                          f"Consumer group {cm['group']} committed offset {c} on {key[0]}-{key[1]}: it read past offsets {read}, ")
                         + f"{what}. {_next_fetch(c, hit, leo.get(key), share)}".rstrip(),
         ))

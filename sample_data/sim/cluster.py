@@ -322,7 +322,9 @@ class Cluster:
             if leader is None:
                 self.event("coordinator", "write_failed", topic=topic, partition=0, records=len(records))
                 return None
-            batch = SimBatch(leader.leo, tuple(SimRecord(r.key, r.value, START_MS + self.now) for r in records), part.epoch)
+            # no producer id, base sequence 0: what Kafka 4.1.1's coordinators write (tests/data/kafka-4.1.1-groups)
+            batch = SimBatch(leader.leo, tuple(SimRecord(r.key, r.value, START_MS + self.now) for r in records), part.epoch,
+                             base_sequence=0)
             leader.append(batch)
             self.event(f"broker-{part.leader}", "append", topic=topic, partition=0, first_offset=batch.base_offset,
                        last_offset=batch.last_offset, epoch=part.epoch, acks="all", transactional=False, coordinator=True)

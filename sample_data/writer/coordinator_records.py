@@ -116,11 +116,13 @@ def _struct(fields: Sequence[F], data: Mapping[str, Any], version: int, msg_flex
         is_tagged = _in(version, f.tagged)
         nullable = _in(version, f.nullable)
         if f.fields is not None and not f.type.startswith("[]"):  # a struct field
-            if is_tagged:
-                if v is None:
+            if is_tagged:  # written when given: null (marker 0) or a struct (marker 1), as Kafka writes a non-default one
+                if f.key not in data:
                     continue
-                inner = _struct(f.fields, v, version, msg_flex)
-                tagged.append((f.tag, (uvarint(1) if nullable else b"") + inner))
+                if v is None:
+                    tagged.append((f.tag, uvarint(0)))
+                else:
+                    tagged.append((f.tag, (uvarint(1) if nullable else b"") + _struct(f.fields, v, version, msg_flex)))
             elif nullable:
                 out += b"\xff" if v is None else b"\x01" + _struct(f.fields, v, version, msg_flex)
             else:
@@ -199,7 +201,7 @@ def consumer_group_join(group: str, member_id: str, *, epoch: int, assignment: M
         coordinator_record(CONSUMER_GROUP_MEMBER_METADATA, mkey, {
             "instanceId": None, "rackId": None, "clientId": client_id, "clientHost": client_host,
             "subscribedTopicNames": list(topics), "subscribedTopicRegex": None, "rebalanceTimeoutMs": 300_000,
-            "serverAssignor": "uniform"}, ts=ts),
+            "serverAssignor": "uniform", "classicMemberMetadata": None}, ts=ts),  # null, written (Kafka 4.1.1 does)
         coordinator_record(CONSUMER_GROUP_METADATA, key, {"epoch": epoch, "metadataHash": metadata_hash}, ts=ts),
         coordinator_record(CONSUMER_GROUP_TARGET_ASSIGNMENT_MEMBER, mkey, {"topicPartitions": _topic_partitions(assignment)}, ts=ts),
         coordinator_record(CONSUMER_GROUP_TARGET_ASSIGNMENT_METADATA, key, {"assignmentEpoch": epoch}, ts=ts),
