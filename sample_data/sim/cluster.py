@@ -84,6 +84,7 @@ class Cluster:
         self._pid_seq: dict[int, int] = {}
         self.retriable: list[tuple[str, int, SimBatch]] = []  # acks=all sends that failed with a retriable error
         self.layouts: dict = {}  # (broker, topic, partition) -> PartitionLayout, after materialize
+        self.share_start: dict[tuple[str, str, int], int] = {}  # (group, topic, partition) -> the stored share-partition start
 
     # ------------------------------------------------------------------ bookkeeping
     def event(self, actor: str, action: str, **what) -> None:
@@ -375,17 +376,26 @@ class Cluster:
         if self.coordinator_write("__consumer_offsets", [rec]) is not None:
             self.event("coordinator", "group_progress", group=group, share=False, topic=topic, partition=partition, offset=offset)
 
-    def share_acknowledge(self, group: str, topic: str, partition: int, start_offset: int, *, snapshot: bool = False) -> None:
-        """A share group acknowledged every record below ``start_offset``: the share coordinator's
-        ShareUpdate (or, every few updates, a ShareSnapshot) moving the share-partition start offset."""
+    def share_acknowledge(self, group: str, topic: str, partition: int, upto: int, *, snapshot: bool = False) -> None:
+        """A share group acknowledged every record below ``upto``. As Kafka 4.1.1 writes it
+        (tests/data/kafka-4.1.1-groups): a ShareUpdate that keeps the start offset where it was and
+        carries the acknowledged state batch; or, with ``snapshot`` (every few updates), a
+        ShareSnapshot whose start offset is ``upto``."""
         from sample_data.writer import coordinator_records as cr
 
         self._group_topics()
         part, tid, ts = self.part(topic, partition), self.topic_ids[topic], START_MS + self.now
-        rec = (cr.share_snapshot(group, tid, partition, start_offset=start_offset, ts=ts, snapshot_epoch=1, leader_epoch=part.epoch)
-               if snapshot else cr.share_update(group, tid, partition, start_offset=start_offset, ts=ts, leader_epoch=part.epoch))
+        start = self.share_start.get((group, topic, partition), 0)
+        if snapshot:
+            rec = cr.share_snapshot(group, tid, partition, start_offset=upto, ts=ts, snapshot_epoch=1, state_epoch=1,
+                                    leader_epoch=part.epoch)
+        else:
+            rec = cr.share_update(group, tid, partition, start_offset=start, ts=ts, leader_epoch=part.epoch,
+                                  batches=[(start, upto - 1, cr.ACKNOWLEDGED, 1)] if upto > start else [])
         if self.coordinator_write("__share_group_state", [rec]) is not None:
-            self.event("coordinator", "group_progress", group=group, share=True, topic=topic, partition=partition, offset=start_offset)
+            if snapshot:
+                self.share_start[(group, topic, partition)] = upto
+            self.event("coordinator", "group_progress", group=group, share=True, topic=topic, partition=partition, offset=upto)
 
     @staticmethod
     def _txn_start(log: Replica, producer_id: int) -> int:
