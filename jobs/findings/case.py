@@ -185,10 +185,16 @@ class Case:
         """The differing partitions' batches some replica lacks (``compare.not_everywhere``), with
         their transaction outcome: cached, as the unmatched sides, their offset windows and the
         record joins all read them (a diverged tail, not the whole log). A healthy partition's
-        batches are never read here, and the outcome's window sorts transactional batches only."""
-        batches = self._differing_rows("batches")
-        aborted = compare.aborted_batches(batches, self._differing_rows("records"))
-        return compare.not_everywhere(live_segment_batches(batches), self.replica_logs, aborted).cache()
+        batches are never read here, and the outcome's window sorts transactional batches only;
+        where their replicas hold no control batch at all (``control_records``), no record is read
+        for a marker."""
+        batches = live_segment_batches(self._differing_rows("batches"))
+        differing = set(self.differing)
+        if any(r["control_records"] for r in self.rl if (r["topic"], r["partition"]) in differing):
+            aborted = compare.aborted_batches(batches, self._differing_rows("records"))
+        else:  # no marker anywhere in them: nothing is aborted, and their records are not scanned for one
+            aborted, batches = None, batches.withColumn("aborted", F.lit(False))
+        return compare.not_everywhere(batches, self.replica_logs, aborted).cache()
 
     def _differing_rows(self, table: str) -> DataFrame:
         """Input table ``table``'s rows of the ``differing`` partitions only."""
