@@ -387,7 +387,7 @@ def test_collect_notes_are_the_focus_of_their_analysis(tmp_path):
     import pyarrow as pa
 
     from analyzer.report.data import focus_text
-    from jobs.ingest.focus import Focus, collections
+    from jobs.ingest.focus import Collected, Focus, collections
 
     for name, text in (("a", NOTES), ("b", NOTES.replace("--topic 'or*' --topic 'pay'\"'\"'s' --partition 0 --partition 2", "--topic 'orders'")),
                        ("c", NOTES.replace("focus: --topic", "focus: none (every partition, every segment) --topic"))):
@@ -404,6 +404,7 @@ def test_collect_notes_are_the_focus_of_their_analysis(tmp_path):
     both = Focus().within([a, b])
     table = pa.table({"topic": ["orders", "orders", "ore", "__cluster_metadata", None], "partition": [2, 1, 2, 0, None]})
     assert both.rows(table).to_pylist() == [{"topic": t, "partition": p} for t, p in (("orders", 2), ("__cluster_metadata", 0), (None, None))]
+    assert Focus().within([Collected("n", since="2024-05-01T12:00:00.000Z")]).wanted() == ""  # names no partition: none is missing
     text = focus_text({"focus": both.describe()})
     assert text.startswith("every partition; 2 inputs collected focused on different partitions (read: only those every one kept), "
                            "without the segments older than 2024-05-01T12:00:00.000Z") and "without __consumer_offsets" in text

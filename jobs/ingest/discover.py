@@ -506,7 +506,7 @@ def focused(found: Discovery, focus: Focus) -> Discovery:
     topics = {f.topic for f in found.files if f.topic is not None and not f.topic.startswith("__")}
     found.files = [f for f in found.files if focus.kept(f.topic, f.partition)]
     kept = {(f.topic, f.partition) for f in found.files if f.topic is not None and not f.topic.startswith("__")}
-    if not kept:
+    if not kept and focus.wanted():  # (a collection focused by --since alone names no partition)
         raise NoLogDirError(f"{focus.wanted()}: no such partition in the input (its topics: {', '.join(sorted(topics)) or 'none'})")
     for b in found.brokers:
         mine = [f for f in found.files if f.broker == b.broker]
