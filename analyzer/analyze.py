@@ -49,7 +49,7 @@ def build(inputs: list[Path], out: Path, ledger: Path | None = None, master: str
         res, tmp = staged.result, staged.tmp
         t1 = time.monotonic()
         with Stages(enabled=progress) as stages:
-            findings = forensics.run(staged.spark, tmp, ledger=ledger, stage=stages.stage)
+            findings = forensics.run(staged.spark, tmp, ledger=ledger, stage=stages.stage, focus=staged.focus)
             t2 = time.monotonic()
             info = {
                 "paths": [str(p) for p in inputs],
@@ -57,7 +57,7 @@ def build(inputs: list[Path], out: Path, ledger: Path | None = None, master: str
                 "files": res.files,
                 "bytes": res.bytes,
                 "ledger": str(ledger) if ledger else None,
-                "focus": focus.describe() if focus is not None else None,
+                "focus": staged.run_info.get("focus"),  # (within the focused collections read)
                 "changed_during_run": res.input_changes,
             }
             doc = document(findings, info)

@@ -427,26 +427,38 @@ def salvage(
 @app.command(cls=Command)
 def collect(
     out: Annotated[Path | None, typer.Option("--out", metavar="FILE", help="Write the script to FILE (executable) instead of printing it.")] = None,
+    topic: Annotated[list[str] | None, typer.Option("--topic", metavar="GLOB", help="Only the topics matching GLOB (repeatable, e.g. 'orders*'); internal topics are always taken.")] = None,
+    partition: Annotated[list[int] | None, typer.Option("--partition", metavar="N", help="Only partition N of each topic (repeatable).")] = None,
+    since: Annotated[str | None, typer.Option("--since", metavar="TIME", help="Leave out the segments whose newest batch is older than TIME "
+                                              "(as Kafka's time retention would; the active segment is always kept): 2024-05-01T12:00:00Z "
+                                              "(UTC), 2024-05-01, epoch milliseconds, or 90m / 6h / 2d before the script runs.")] = None,
+    no_consumer_offsets: Annotated[bool, typer.Option("--no-consumer-offsets", help="Leave __consumer_offsets out (taken whole by default).")] = False,
     quiet: Quiet = False,
     verbose: Traceback = False,
 ) -> None:
     """Print the collector to run on each broker host: a POSIX sh script (no Python, no Java).
 
-    On each host: sh kafka-forensics-collect.sh [-l KAFKA_LOGS_DIR] [-o OUT_DIR] SERVER_PROPERTIES
+    On each host: sh kafka-forensics-collect.sh [-l KAFKA_LOGS_DIR] [-o OUT_DIR] [--topic GLOB]... [--partition N]... [--since TIME] [--no-consumer-offsets] SERVER_PROPERTIES
 
     It archives every log dir named by the properties (log.dirs, log.dir, metadata.log.dir), Kafka's server.log*, controller.log* and state-change.log* (from -l, $LOG_DIR or ../logs) and the properties with secrets redacted, staged by hard link or copy first so a live broker cannot tear the archive, and writes a SHA-256 manifest of every file and of the archive beside it.
 
+    Focused (--topic, --partition, --since, --no-consumer-offsets: written into the script, so every broker takes the same; the script also takes them on its command line): only those partitions and segments, but always every checkpoint, meta.properties, .kafka_cleanshutdown, the kept partitions' other files, and the internal topics whole (__cluster_metadata, __transaction_state, __remote_log_metadata, __consumer_offsets). COLLECT.txt and the manifest list what was left out and why; analyze reads a focused collection as focused.
+
     Then analyze the archives as they are: kafka-forensics analyze *.tar.gz --out incident
 
-    Example: kafka-forensics collect --out kafka-forensics-collect.sh
+    Example: kafka-forensics collect --topic 'orders*' --since 2024-05-01T12:00Z --out collect.sh
     """
     from . import collect as collect_mod
 
-    if out is None:
-        sys.stdout.write(collect_mod.script())
-        return
+    focus = collect_mod.CollectFocus(tuple(topic or ()), tuple(partition or ()), since, not no_consumer_offsets)
     try:
-        collect_mod.write(out)
+        text = collect_mod.script(focus)
+        if out is None:
+            sys.stdout.write(text)
+            return
+        collect_mod.write(out, focus)
+    except InputError as exc:  # CollectError: an option the script would refuse
+        raise fail(str(exc)) from None
     except OSError as exc:  # the FILE the user named
         raise fail(f"{out}: {exc.strerror or exc}") from None
     if not quiet:

@@ -94,3 +94,38 @@ def test_share_starts_name_their_topic_by_the_id_in_partition_metadata():
               {**base, "topic_id": "not-an-id"}]
     assert share_progress(starts, rl) == [{"group": "sg", "topic": "ue", "partition": 0, "committed_offset": 9, "start_offset": 7,
                                            "broker": 2, "path": "p", "batch_position": 0, "share": True}]
+
+
+def test_divergence_alone_names_the_surviving_log_and_the_salvageable_replicas():
+    forked = Finding(kind="replica_divergence", topic="ue", partition=0, brokers=[1, 2], first_offset=300, last_offset=449,
+                     records=150, surviving_broker=2, salvage_brokers=[1], explanation="forked")
+    [f] = consumer_read_lost([commit("inside", 400)], [forked], LEO)
+    assert (f.surviving_broker, f.salvage_brokers, f.severity) == (2, [1], "warning")
+    assert "whichever the broker it fetched from held; the surviving log is broker 2's, broker 1's are salvageable" in f.explanation
+
+
+def test_the_consumer_rule_reads_the_divergence_the_divergence_detector_reports():
+    """One finding, one computation (issue 37): the divergence a consumer finding builds on is the
+    replica_divergence finding itself, with its surviving and salvage brokers, not a second
+    computation without the surviving logs. The case's views are given as rows (no Spark)."""
+    from pathlib import Path
+
+    from jobs.findings import divergence, loss
+    from jobs.findings.case import Case
+
+    rng = {"status": "divergent", "topic": "ue", "partition": 0, "first_offset": 300, "last_offset": 449, "offsets": 150}
+    for side, broker in (("a", 1), ("b", 2)):
+        rng |= {f"broker_{side}": broker, f"path_{side}": f"broker-{broker}/ue-0/00000000000000000000.log", f"position_{side}": 0,
+                f"epochs_{side}": [broker - 1], f"bytes_{side}": 1000, f"producer_keys_{side}": [], f"min_seq_{side}": None,
+                f"max_seq_{side}": None, f"first_ts_{side}": 1, f"last_ts_{side}": 2}
+    replicas = [{"topic": "ue", "partition": 0, "broker": b, "dir_state": "live", "leo": leo} for b, leo in ((1, 450), (2, 450))]
+    case = Case(None, Path("/nonexistent"), {})
+    case.__dict__.update(ranges=[rng], rl=replicas, replicas_agree=False, ledger_records=None,
+                         survivors={("ue", 0): {"broker": 2, "candidates": [replicas[1]], "epoch": 1, "why": "latest epoch"}},
+                         history={"commits": [commit("inside", 400)], "complete": {("ue", 0)}})
+    case._shared[loss._committed_ranges] = []  # (no committed loss: the replicas' HWs agree)
+    [forked] = divergence.find(case)
+    [read] = loss.find(case)
+    assert (forked.surviving_broker, forked.salvage_brokers) == (2, [1])
+    assert (read.kind, read.surviving_broker, read.salvage_brokers) == ("consumer_read_lost_data", 2, [1])
+    assert f"replica_divergence at offsets {forked.first_offset}-{forked.last_offset}" in read.evidence[1].detail

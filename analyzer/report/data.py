@@ -274,14 +274,33 @@ def overview(data: ReportData) -> dict[str, Any]:
 
 
 def focus_text(info: Any) -> str | None:
-    """``analyze --topic/--partition``: the partitions the analysis was limited to, in words
-    (None when it read everything), so no reader takes a focused report for the whole cluster's."""
+    """``analyze --topic/--partition``, or a focused collection: the partitions the analysis was
+    limited to, in words (None when it read everything), so no reader takes a focused report for
+    the whole cluster's; and what the focused collections left out (a log that starts at a
+    collection's --since cut started earlier on the broker)."""
     focus = info.get("focus") if isinstance(info, dict) else None
     if not isinstance(focus, dict):
         return None
     topics = ", ".join(map(str, focus.get("topics") or [])) or "all"
     partitions = ", ".join(map(str, focus.get("partitions") or [])) or "all"
-    return f"only topics {topics}, partitions {partitions} (internal topics always read)"
+    text = (f"only topics {topics}, partitions {partitions} (internal topics always read)" if (topics, partitions) != ("all", "all")
+            else "every partition")
+    collected = [c for c in focus.get("collected") or [] if isinstance(c, dict)]
+    if collected:
+        text += f"; {len(collected)} input{'s' if len(collected) > 1 else ''} collected focused"
+        if len({(tuple(c.get("topics") or []), tuple(c.get("partitions") or [])) for c in collected}) > 1:
+            text += " on different partitions (read: only those every one kept)"
+        sinces = sorted({str(c["since"]) for c in collected if c.get("since")})
+        if sinces:
+            text += (f", without the segments older than {' / '.join(sinces)} (each log read starts at its oldest segment "
+                     "kept, not at the broker's log start)")
+        if any(c.get("consumer_offsets") is False for c in collected):
+            text += ", without __consumer_offsets"
+        left = [c.get("left_out") or {} for c in collected]
+        parts, segs = sum(x.get("partitions", 0) for x in left), sum(x.get("segments", 0) for x in left)
+        size = sum(x.get("partition_bytes", 0) + x.get("segment_bytes", 0) for x in left)
+        text += f": {parts} partition folders and {segs} segments ({human_bytes(size)}) left out, as COLLECT.txt lists"
+    return text
 
 
 def _inputs(data: ReportData) -> list[str]:

@@ -24,7 +24,7 @@ from jobs.replicas.ledger import ledger_lost_offsets, lost_acks, lost_ledger_row
 from jobs.replicas.offset_ranges import islands
 from jobs.replicas.survivors import brokers_text, lost_on_every_candidate, surviving_log_text
 
-from .divergence import divergence_findings, producer_entries
+from .divergence import divergences, producer_entries
 from .model import Evidence, Finding
 
 KINDS = {
@@ -150,6 +150,8 @@ def share_progress(starts: list, rl: list) -> list[dict]:
     acknowledged batches after it, as SharePartition loads it; ``share`` True), on the topic that
     partition.metadata names by the record's topic id. A topic id no collected replica carries
     (a deleted topic, or one re-created under a new id) names nothing and is left out."""
+    if not starts:
+        return []
     names = {r["topic_id"]: r["topic"] for r in rl if r["topic_id"]}  # replica_logs: the id as a UUID string
     out = []
     for s in starts:
@@ -260,10 +262,14 @@ def consumer_read_lost(commits: list, ranges: list[Finding], leo: dict[tuple[str
         spans = interval_union([(f.first_offset, min(f.last_offset, c - 1)) for f in hit])
         gone = [f for f in hit if f.kind == "acked_data_loss" and not f.salvage_brokers]
         salvage = sorted({b for f in hit for b in f.salvage_brokers})
+        lost_salvage = sorted({b for f in hit if f.kind == "acked_data_loss" for b in f.salvage_brokers})
+        survivor = next((f.surviving_broker for f in hit if f.surviving_broker is not None), None)
         what = ("records no replica holds any more" if gone else
-                f"records the surviving log lacks, still held by broker {brokers_text(salvage)} (salvageable)" if salvage else
+                f"records the surviving log lacks, still held by broker {brokers_text(lost_salvage)} (salvageable)" if lost_salvage else
                 f"offsets where replicas {brokers_text({b for f in hit for b in f.brokers})} hold different records "
-                "(it read whichever the broker it fetched from held)")
+                "(it read whichever the broker it fetched from held" + (
+                    f"; the surviving log is broker {survivor}'s, broker {brokers_text(salvage)}'s are salvageable)"
+                    if salvage and survivor is not None else ")"))
         read = ", ".join(f"{lo}-{hi}" for lo, hi in spans)
         share = _is_share(cm)
         ev = [Evidence(cm["broker"], cm["path"], cm["batch_position"], progress_text(cm))]
@@ -273,7 +279,7 @@ def consumer_read_lost(commits: list, ranges: list[Finding], leo: dict[tuple[str
             brokers=[b for f in hit for b in f.brokers], first_offset=spans[0][0], last_offset=spans[-1][1],
             records=sum(hi - lo + 1 for lo, hi in spans), leader_epochs=[e for f in hit for e in f.leader_epochs],
             evidence=ev, salvage_brokers=salvage,
-            surviving_broker=next((f.surviving_broker for f in hit if f.surviving_broker is not None), None),
+            surviving_broker=survivor,
             explanation=(f"Share group {cm['group']} acknowledged or archived every record of {key[0]}-{key[1]} below offset {c} "
                          f"(its share-partition start offset {cm['start_offset']}"
                          + (", and the acknowledged state batches after it" if c > cm["start_offset"] else "")
@@ -332,4 +338,4 @@ def find(case) -> list[Finding]:
     loss = loss + consumer_loss_findings(progress, complete, loss)
     by_key = {(r["topic"], r["partition"], r["broker"]): r["leo"] for r in case.rl}
     leo = {k: None if s["broker"] is None else by_key.get((*k, s["broker"])) for k, s in case.survivors.items()}
-    return loss + consumer_read_lost(progress, loss + divergence_findings(case.ranges), leo)
+    return loss + consumer_read_lost(progress, loss + divergences(case), leo)

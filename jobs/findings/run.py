@@ -12,6 +12,7 @@ from pathlib import Path
 
 from pyspark.sql import SparkSession
 
+from jobs.ingest.focus import Focus
 from jobs.replicas import restart_preview
 from jobs.store.io import local_frame, write_table
 from jobs.store.spark import side_by_side
@@ -23,18 +24,20 @@ from .registry import DETECTORS
 DETECTOR_THREADS = 2
 
 
-def run(spark: SparkSession, out: Path, ledger: Path | None = None, stage: Callable[[str], None] = lambda name: None) -> list[Finding]:
+def run(spark: SparkSession, out: Path, ledger: Path | None = None, stage: Callable[[str], None] = lambda name: None,
+        focus: Focus | None = None) -> list[Finding]:
     """Compute the job tables and findings of the ingested tables under ``out``; write the job
     tables there (restart_preview last, linking the findings) and return the findings (the caller
     writes findings.json). ``stage`` is told the
-    name of each step as it starts (``jobs.ingest.progress.Stages``)."""
+    name of each step as it starts (``jobs.ingest.progress.Stages``). ``focus``: the partitions
+    ingest read, when not all (``Discovery.focus``)."""
     # two at a time: a detector's time is mostly Spark planning its queries on one JVM thread, and
     # the other core sat half idle (clean-failover: 1.2 of 2 cores busy in this phase); the
     # timeline, which no detector reads, is written beside the first of them
     case = None
     try:
         with side_by_side(DETECTOR_THREADS, "kf-detector") as pool:
-            case = Case.open(spark, out, ledger, stage=stage, pool=pool)
+            case = Case.open(spark, out, ledger, stage=stage, pool=pool, focus=focus)
 
             def find(detector) -> list[Finding]:
                 stage(f"findings: {detector.__name__.rsplit('.', 1)[-1]}")

@@ -27,6 +27,7 @@ from pathlib import Path
 
 from jobs.errors import InputError
 from jobs.ingest import archives
+from jobs.ingest import focus as focus_mod
 from jobs.ingest.archives import text
 from jobs.ingest.focus import Focus
 from parsers.broker_log import is_broker_log, node_from_name
@@ -92,6 +93,7 @@ class Discovery:
     files: list[FileEntry]
     problems: list[dict]  # path, position, kind, detail (discovery-level problems)
     seconds: float = 0.0
+    focus: Focus | None = None  # the partitions read: analyze's --topic/--partition within the focused collections'
 
 
 @dataclass(frozen=True)
@@ -504,9 +506,8 @@ def focused(found: Discovery, focus: Focus) -> Discovery:
     topics = {f.topic for f in found.files if f.topic is not None and not f.topic.startswith("__")}
     found.files = [f for f in found.files if focus.kept(f.topic, f.partition)]
     kept = {(f.topic, f.partition) for f in found.files if f.topic is not None and not f.topic.startswith("__")}
-    if not kept:
-        wanted = " ".join([*(f"--topic {t}" for t in focus.topics), *(f"--partition {p}" for p in focus.partitions)])
-        raise NoLogDirError(f"{wanted}: no such partition in the input (its topics: {', '.join(sorted(topics)) or 'none'})")
+    if not kept and focus.wanted():  # (a collection focused by --since alone names no partition)
+        raise NoLogDirError(f"{focus.wanted()}: no such partition in the input (its topics: {', '.join(sorted(topics)) or 'none'})")
     for b in found.brokers:
         mine = [f for f in found.files if f.broker == b.broker]
         b.files, b.bytes = len(mine), sum(f.size for f in mine)
@@ -515,15 +516,20 @@ def focused(found: Discovery, focus: Focus) -> Discovery:
 
 def discover_inputs(inputs: list[Path], work_dir: Path, focus: Focus | None = None) -> Discovery:
     """Step 1 alone, on the driver and without Spark: check the inputs, extract archives into
-    ``work_dir``, find the brokers (only the files of ``focus``'s partitions). Raises
+    ``work_dir``, find the brokers (only the files of ``focus``'s partitions, within those of the
+    focused collections among the inputs: ``found.focus``). Raises
     (``FileNotFoundError``, ``ArchiveError``, ``NoLogDirError``...) when the inputs hold nothing to
     analyze, so callers can run it before starting a JVM and unusable input fails in under a second."""
     t0 = time.monotonic()
     roots, problems = resolve_roots(inputs, work_dir)
     found = discover(roots)
     require_log_dirs(found, roots)
+    # (local roots: an archive is unpacked to one; a folder on an object store is not read here)
+    if collected := focus_mod.collections([(r.path, r.prefix) for r in roots if getattr(r, "tree", None) is None]):
+        focus = (focus or Focus()).within(collected)
     if focus is not None:
         found = focused(found, focus)
+    found.focus = focus
     found.problems[:0] = problems
     found.seconds = time.monotonic() - t0
     return found

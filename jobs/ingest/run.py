@@ -59,6 +59,7 @@ class Staged:
     tmp: Path
     result: IngestResult
     run_info: dict = field(default_factory=dict)
+    focus: Focus | None = None  # the partitions read, when not all (``Discovery.focus``)
 
     def write_run_json(self) -> None:
         (self.tmp / "run.json").write_text(json.dumps(self.run_info, indent=1, default=str) + "\n")
@@ -82,6 +83,7 @@ def staged_ingest(inputs: list[Path], out: Path, master: str = "local[*]", paylo
     existed = Path(out).is_dir()
     with staged_output(out, need=lambda: input_bytes(inputs)) as tmp:
         found = discover_inputs(inputs, tmp, focus)
+        focus = found.focus  # (within the focused collections read)
         from jobs.store import catalog
         from jobs.store.spark import OutOfMemory, get_session, is_remote_url, out_of_memory, stop_jvm
 
@@ -97,7 +99,7 @@ def staged_ingest(inputs: list[Path], out: Path, master: str = "local[*]", paylo
             result = ingest(session, inputs, tmp, payloads=payloads, progress=progress, found=found, focus=focus)
             if registrar is not None:
                 registrar.add(catalog.table_names(tmp))  # registered while the block's jobs run
-            staged = Staged(session, tmp, result, run_info(inputs, master, result))
+            staged = Staged(session, tmp, result, run_info(inputs, master, result), focus)
             staged.run_info["focus"] = focus.describe() if focus is not None else None
             yield staged
             staged.write_run_json()
