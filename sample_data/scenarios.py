@@ -17,6 +17,7 @@ from pathlib import Path
 from parsers.codecs import CODEC_NAMES
 from sample_data.sim.cluster import LAG_TIME_MAX_MS, Cluster, Size
 from sample_data.sim.materialize import materialize
+from sample_data.sim.transactions import MAX_EPOCH, TransactionalProducer, TransactionCoordinator
 from sample_data.sim.truth import expected_findings, must_not_report, replica_summary
 
 REPLICATE_ROUNDS = 3  # data, then the HW moves on the leader, then the followers learn it
@@ -317,6 +318,89 @@ def benign_mix(c: Cluster, size: Size) -> str:
     )
 
 
+def tv2_transactions(c: Cluster, topic: str, p: TransactionalProducer, size: Size, n: int, *, abort_every: int = 0) -> None:
+    """``n`` transactions of ``p`` on ``topic``-0, two batches each, every ``abort_every``-th aborted
+    (0: none), each replicated before it ends (acks=all)."""
+    for i in range(n):
+        p.send(topic, 0, size.batch_records * 2, batch_records=size.batch_records, value_bytes=size.value_bytes)
+        c.fetch(REPLICATE_ROUNDS)
+        if abort_every and (i + 1) % abort_every == 0:
+            p.abort()
+        else:
+            p.commit()
+        c.fetch(REPLICATE_ROUNDS)
+
+
+def txn_v2_upgrade(c: Cluster, size: Size) -> str:
+    """Transactions v2 on a healthy cluster, the building block of a Kafka 4 benign collection."""
+    rf, isr = _rf(size), min(2, size.brokers)
+    coord = TransactionCoordinator(c, transaction_version=0, replication=rf, min_isr=isr)
+    c.create_topic("payments", 1, rf, min_isr=isr)
+    # an exactly-once sink re-initialises its producer at every checkpoint: InitProducerId bumped
+    # its epoch ~32,000 times before this story (what compaction left of that: one record)
+    sink = coord.resumed_producer("payments-sink", 5000, MAX_EPOCH - 9)
+    rdkafka = coord.producer("rdkafka-tx", supports_tv2=False)  # librdkafka 2.x: never transactions v2
+    for _ in range(2):  # transaction.version 0: v0 records, one epoch per producer, sequences running on
+        tv2_transactions(c, "payments", sink, size, 1)
+        tv2_transactions(c, "payments", rdkafka, size, 2, abort_every=2)
+    coord.upgrade(2)  # v1 records from here; each Java client bumps its epoch once, then one per transaction
+    fresh = coord.producer("orders-tx")  # a new Java 4 client, transactions v2 from its first transaction
+    for k in range(4):  # the sink runs out of epochs: its id hands over to a new one, mid-stream
+        tv2_transactions(c, "payments", sink, size, 2, abort_every=2 if k == 3 else 0)
+        tv2_transactions(c, "payments", rdkafka, size, 1)
+        tv2_transactions(c, "payments", fresh, size, 1, abort_every=1 if k == 1 else 0)
+    c.stop(1)  # a controlled shutdown moves the partitions and the coordinators (a new coordinator epoch)
+    tv2_transactions(c, "payments", sink, size, 2, abort_every=2)
+    c.restart(1)
+    c.fetch(REPLICATE_ROUNDS)
+    tv2_transactions(c, "payments", fresh, size, 2)
+    c.collect()
+    return (
+        "Negative control, transactions v2 (KIP-890) through a transaction.version upgrade: a transactional sink at "
+        "producer epoch 32757, a librdkafka producer (transactions v0 throughout) and a new Java producer share "
+        "payments-0. Before the upgrade the coordinator writes v0 records and every marker carries its data's epoch; "
+        "after it v1 records, and the Java clients bump their epoch once, then at every commit or abort: each marker "
+        "one epoch above its data, sequences from 0 again. The sink's epoch runs out: its last marker carries epoch "
+        "32767 and its producer id, then a new producer id goes on from epoch 0. A broker stopped and came back "
+        "cleanly. Nothing to report."
+    )
+
+
+def txn_v2_marker_lost(c: Cluster, size: Size) -> str:
+    coord = TransactionCoordinator(c, transaction_version=2, replication=_rf(size), min_isr=1, persist_producer_ids=True)
+    c.create_topic("orders", size.partitions, _rf(size, 2), min_isr=1)
+    _produce(c, "orders", size, _frac(size, 0.2))
+    c.fetch(REPLICATE_ROUNDS)
+    p = coord.resumed_producer("orders-tx", 6000, MAX_EPOCH - 3)
+    tv2_transactions(c, "orders", p, size, 2)  # data at epochs 32764 and 32765, each COMMIT one up
+    p.send("orders", 0, size.batch_records * 2, batch_records=size.batch_records, value_bytes=size.value_bytes)
+    c.fetch(REPLICATE_ROUNDS)  # the data at 32766, the last epoch the id may use, reaches both replicas ...
+    others = [b for b in c.part("orders", 0).replicas if b != 1]
+    for b in others:
+        c.crash(b)  # ... the follower dies before it fetches the marker
+    p.commit()  # COMMIT at 32767 on the leader alone; the coordinator hands the producer a new id
+    p.send("orders", 0, size.batch_records, batch_records=size.batch_records, value_bytes=size.value_bytes)
+    p.abort()  # the new id's first transaction, aborted: data at epoch 0, ABORT at 1, on the leader alone
+    c.advance(LAG_TIME_MAX_MS + 1_000)  # the ISR shrinks to the leader: its HW covers it all ...
+    c.advance(6_000)  # ... and is checkpointed
+    c.crash(1)
+    c.restart(others[0])
+    for part in range(size.partitions):
+        if c.part("orders", part).leader < 0:
+            c.elect("orders", part, others[0], unclean=True)
+    _produce(c, "orders", size, _frac(size, 0.2), acks="1")  # new records where the marker was
+    c.fetch(REPLICATE_ROUNDS)
+    c.collect()
+    return (
+        "Transactions v2 (KIP-890) at an exhausted epoch: producer orders-tx's last transaction under its producer id "
+        "(data at epoch 32766) reached both replicas of orders-0, its COMMIT marker (epoch 32767) only the leader, which "
+        "went on alone with the new producer id's first transaction (aborted), died, and the follower was elected "
+        "uncleanly. The transaction stays open in the surviving log: the last stable offset is pinned at its first "
+        "offset, though the dead leader's files hold the marker. The aborted transaction only the dead leader holds is "
+        "no loss."
+    )
+
+
 SCENARIOS: dict[str, Callable[[Cluster, Size], str]] = {
     "clean-failover": clean_failover,
     "hw-two-fetch": hw_two_fetch,
@@ -330,6 +414,8 @@ SCENARIOS: dict[str, Callable[[Cluster, Size], str]] = {
     "index-corruption": index_corruption,
     "double-failover-kip-279": double_failover_kip_279,
     "benign-mix": benign_mix,
+    "txn-v2-upgrade": txn_v2_upgrade,
+    "txn-v2-marker-lost": txn_v2_marker_lost,
 }
 TRUNCATION_RULE = {"hw-two-fetch": "hw", "kafka-1211-divergence": "hw", "double-failover-kip-279": "kip101"}
 SIZE_FIELDS = {f.name for f in fields(Size)}

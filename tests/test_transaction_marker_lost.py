@@ -21,9 +21,10 @@ def marker(broker, offset=140, epoch=0, control="commit"):
             "path": f"broker-{broker}/t-0/0.log", "position": 1201, "control_type": control}
 
 
-def txn(status, epoch=0, at=T0 + 5):
-    return {"transactional_id": "orders-tx", "producer_id": 2000, "producer_epoch": epoch, "status_name": status,
-            "last_update_ms": at, "broker": 3, "path": "broker-3/__transaction_state-7/0.log", "batch_position": 77}
+def txn(status, epoch=0, at=T0 + 5, pid=2000, previous=None):
+    return {"transactional_id": "orders-tx", "producer_id": pid, "producer_epoch": epoch, "status_name": status,
+            "last_update_ms": at, "broker": 3, "path": "broker-3/__transaction_state-7/0.log", "batch_position": 77,
+            "previous_producer_id": previous, "producer_ids": sorted({2000, pid})}
 
 
 SURV = {("t", 0): {"broker": 2, "candidates": [{"broker": 2}], "epoch": 1, "why": "test"}}
@@ -59,3 +60,34 @@ def test_a_lost_marker_wins_over_hanging_transaction_for_the_same_transaction():
     assert [f.kind for f in hanging_transaction_findings([old])] == ["hanging_transaction"]
     lost = lost_marker_findings([old], [marker(1)], [], SURV)
     assert hanging_transaction_findings([old], lost) == []
+
+
+def test_transactions_v2_markers_one_epoch_above_their_data_are_the_transactions_markers():
+    """KIP-890 part 2: the coordinator bumps the epoch at every commit/abort, so the marker of data at
+    epoch 32766 (the last one a producer id may use) carries 32767; the COMMIT held off the surviving
+    lineage is that transaction's."""
+    [f] = lost_marker_findings([pending(2, epoch=32766)], [marker(1, epoch=32767)], [], SURV)
+    assert (f.first_offset, f.brokers, f.producers[0]["producer_epoch"]) == (120, [1, 2], 32766)
+    assert any("COMMIT marker of producer 2000 (epoch 32767) at offset 140" in e.detail for e in f.evidence)
+
+
+def test_a_producer_id_handed_over_at_an_exhausted_epoch_ended_the_old_ids_transaction():
+    """At an exhausted epoch the coordinator completes the transaction under a new producer id (epoch
+    0); Kafka 4.4 writes the old one as PreviousProducerId (KAFKA-20310). The old id's data still open
+    in the surviving log will get no marker: the coordinator has moved on."""
+    for state in ("CompleteCommit", "CompleteAbort", "Empty"):
+        [f] = lost_marker_findings([pending(2, epoch=32766)], [], [txn(state, epoch=0, pid=2001, previous=2000)], SURV)
+        assert f.brokers == [2] and "transactional id orders-tx" in f.explanation
+        assert f"records its transactional id {state} under a new producer id 2001 that took over from 2000" in f.explanation
+        assert any("previous producer 2000" in e.detail for e in f.evidence)
+
+
+def test_a_new_producer_id_is_no_proof_without_the_previous_one_or_before_the_data():
+    # Kafka 4.0-4.3 do not persist the previous producer id: the new id alone says nothing of 2000
+    assert lost_marker_findings([pending(2, epoch=32766)], [], [txn("CompleteCommit", pid=2001)], SURV) == []
+    # the hand-over written before the data is about an earlier transaction
+    assert lost_marker_findings([pending(2)], [], [txn("CompleteCommit", pid=2001, previous=2000, at=T0 - 1)], SURV) == []
+    # still open under the new id: the old id's marker may still be on its way
+    assert lost_marker_findings([pending(2)], [], [txn("Ongoing", pid=2001, previous=2000)], SURV) == []
+    # the same producer id as its own previous one: an ordinary record of that id, judged by its epoch
+    assert lost_marker_findings([pending(2, epoch=3)], [], [txn("CompleteCommit", epoch=2, previous=2000)], SURV) == []
