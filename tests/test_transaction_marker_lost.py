@@ -72,22 +72,25 @@ def test_transactions_v2_markers_one_epoch_above_their_data_are_the_transactions
 
 
 def test_a_producer_id_handed_over_at_an_exhausted_epoch_ended_the_old_ids_transaction():
-    """At an exhausted epoch the coordinator completes the transaction under a new producer id (epoch
-    0); Kafka 4.4 writes the old one as PreviousProducerId (KAFKA-20310). The old id's data still open
-    in the surviving log will get no marker: the coordinator has moved on."""
-    for state in ("CompleteCommit", "CompleteAbort", "Empty"):
-        [f] = lost_marker_findings([pending(2, epoch=32766)], [], [txn(state, epoch=0, pid=2001, previous=2000)], SURV)
-        assert f.brokers == [2] and "transactional id orders-tx" in f.explanation
-        assert f"records its transactional id {state} under a new producer id 2001 that took over from 2000" in f.explanation
-        assert any("previous producer 2000" in e.detail for e in f.evidence)
+    """At an exhausted epoch the coordinator completes a transactions v2 transaction under a new
+    producer id (epoch 0; InitProducerId rotates it the same way, after aborting what was open): the
+    old id's data still open in the surviving log gets no marker any more. The transactional id's
+    records tell: an earlier one under the old id (Kafka 4.1), or the PreviousProducerId Kafka 4.4
+    writes (KAFKA-20310), whatever the transactional id went on to do under the new id."""
+    for state in ("CompleteCommit", "CompleteAbort", "Empty", "Ongoing", "PrepareCommit"):
+        for ids, previous in (([2000, 2001], None), ([2001], 2000)):
+            t = txn(state, epoch=0, pid=2001, previous=previous) | {"producer_ids": ids}
+            [f] = lost_marker_findings([pending(2, epoch=32766)], [], [t], SURV)
+            assert f.brokers == [2] and "transactional id orders-tx" in f.explanation
+            assert f"records its transactional id {state} under producer id 2001, which took over from 2000" in f.explanation
+            assert any("which took over from producer 2000" in e.detail for e in f.evidence)
 
 
-def test_a_new_producer_id_is_no_proof_without_the_previous_one_or_before_the_data():
-    # Kafka 4.0-4.3 do not persist the previous producer id: the new id alone says nothing of 2000
-    assert lost_marker_findings([pending(2, epoch=32766)], [], [txn("CompleteCommit", pid=2001)], SURV) == []
+def test_a_new_producer_id_is_no_proof_unless_the_old_one_was_its_or_before_the_data():
+    # the old id's records compacted away and no PreviousProducerId (Kafka 4.0-4.3): nothing ties 2000 to it
+    t = txn("CompleteCommit", pid=2001) | {"producer_ids": [2001]}
+    assert lost_marker_findings([pending(2, epoch=32766)], [], [t], SURV) == []
     # the hand-over written before the data is about an earlier transaction
     assert lost_marker_findings([pending(2)], [], [txn("CompleteCommit", pid=2001, previous=2000, at=T0 - 1)], SURV) == []
-    # still open under the new id: the old id's marker may still be on its way
-    assert lost_marker_findings([pending(2)], [], [txn("Ongoing", pid=2001, previous=2000)], SURV) == []
     # the same producer id as its own previous one: an ordinary record of that id, judged by its epoch
     assert lost_marker_findings([pending(2, epoch=3)], [], [txn("CompleteCommit", epoch=2, previous=2000)], SURV) == []
