@@ -94,3 +94,12 @@ def test_a_new_producer_id_is_no_proof_unless_the_old_one_was_its_or_before_the_
     assert lost_marker_findings([pending(2)], [], [txn("CompleteCommit", pid=2001, previous=2000, at=T0 - 1)], SURV) == []
     # the same producer id as its own previous one: an ordinary record of that id, judged by its epoch
     assert lost_marker_findings([pending(2, epoch=3)], [], [txn("CompleteCommit", epoch=2, previous=2000)], SURV) == []
+
+
+def test_a_transactions_v2_transaction_with_no_marker_anywhere_is_still_a_hanging_transaction():
+    """No replica holds its marker (the one at epoch + 1) and the coordinator says nothing: the old
+    open data is hanging_transaction, at the data's epoch, as under transactions v0."""
+    old = pending(2, epoch=32766, age=TXN_MAX_TIMEOUT_MS + 1)
+    assert lost_marker_findings([old], [marker(1, offset=100, epoch=32766)], [txn("Ongoing", epoch=32766)], SURV) == []
+    [f] = hanging_transaction_findings([old])
+    assert (f.kind, f.first_offset, f.producers[0]["producer_epoch"]) == ("hanging_transaction", 120, 32766)
