@@ -215,7 +215,7 @@ def test_the_scenarios_coordinators_write_what_transactions_v2_means(scenarios):
     after = sink[sink.index(exhausted) + 1]
     assert (exhausted["status_name"], exhausted["producer_id"], exhausted["client_transaction_version"]) == ("PrepareCommit", 5000, 2)
     assert (after["status_name"], after["producer_id"], after["producer_epoch"]) == ("CompleteCommit", 5003, 0)
-    rdkafka = [r for r in rows if r["transactional_id"] == "rdkafka-tx"]
+    rdkafka = [r for r in rows if r["transactional_id"] == "payments-rdkafka"]
     assert {r["producer_epoch"] for r in rdkafka} == {0} and {r["client_transaction_version"] for r in rdkafka} == {None}
 
 
