@@ -44,37 +44,48 @@ import org.apache.kafka.storage.internals.log.ProducerAppendInfo;
 import org.apache.kafka.storage.internals.log.ProducerStateManager;
 import org.apache.kafka.storage.internals.log.ProducerStateManagerConfig;
 
-/** args: snapshot dir, then one partition's segments in offset order. LogSegment.updateProducerState
- *  per batch (what recovery does), a snapshot where each next segment starts (UnifiedLog.roll) and
- *  at the end; prints each aborted transaction. */
+/** args: groups of (snapshot dir, then one partition's segments in offset order), each group ended
+ *  by "--". Per group: LogSegment.updateProducerState per batch (what recovery does), a snapshot
+ *  where each next segment starts (UnifiedLog.roll) and at the end; each aborted transaction is
+ *  printed to <snapshot dir>/aborted.txt. */
 public class ProducerStateOracle {
     public static void main(String[] args) throws Exception {
-        ProducerStateManager psm = new ProducerStateManager(new TopicPartition("t", 0), new File(args[0]), 900000,
-            new ProducerStateManagerConfig(Integer.MAX_VALUE, false), Time.SYSTEM);
-        for (int i = 1; i < args.length; i++) {
-            if (i > 1) psm.takeSnapshot();
-            try (FileRecords fr = FileRecords.open(new File(args[i]))) {
-                for (RecordBatch batch : fr.batches()) {
-                    if (batch.hasProducerId()) {
-                        ProducerAppendInfo info = psm.prepareUpdate(batch.producerId(), AppendOrigin.REPLICATION);
-                        Optional<CompletedTxn> done = info.append(batch, Optional.empty());
-                        psm.update(info);
-                        if (done.isPresent()) {
-                            CompletedTxn t = done.get();
-                            if (t.isAborted)
-                                System.out.println("aborted " + t.producerId + " " + t.firstOffset + " " + t.lastOffset + " "
-                                    + psm.lastStableOffset(t));
-                            psm.completeTxn(t);
+        int i = 0;
+        while (i < args.length) {
+            File dir = new File(args[i++]);
+            ProducerStateManager psm = new ProducerStateManager(new TopicPartition("t", 0), dir, 900000,
+                new ProducerStateManagerConfig(Integer.MAX_VALUE, false), Time.SYSTEM);
+            StringBuilder aborted = new StringBuilder();
+            boolean first = true;
+            for (; !args[i].equals("--"); i++) {
+                if (!first) psm.takeSnapshot();
+                first = false;
+                try (FileRecords fr = FileRecords.open(new File(args[i]))) {
+                    for (RecordBatch batch : fr.batches()) {
+                        if (batch.hasProducerId()) {
+                            ProducerAppendInfo info = psm.prepareUpdate(batch.producerId(), AppendOrigin.REPLICATION);
+                            Optional<CompletedTxn> done = info.append(batch, Optional.empty());
+                            psm.update(info);
+                            if (done.isPresent()) {
+                                CompletedTxn t = done.get();
+                                if (t.isAborted)
+                                    aborted.append(t.producerId + " " + t.firstOffset + " " + t.lastOffset + " "
+                                        + psm.lastStableOffset(t) + "\n");
+                                psm.completeTxn(t);
+                            }
                         }
+                        psm.updateMapEndOffset(batch.lastOffset() + 1);
                     }
-                    psm.updateMapEndOffset(batch.lastOffset() + 1);
                 }
             }
+            i++;
+            psm.takeSnapshot();
+            java.nio.file.Files.writeString(new File(dir, "aborted.txt").toPath(), aborted.toString());
         }
-        psm.takeSnapshot();
     }
 }
 """
+REBUILT = [("txn-v2-upgrade", 1, "payments-0"), ("txn-v2-marker-lost", 1, "orders-0"), ("txn-v2-marker-lost", 2, "orders-0")]
 
 
 @pytest.fixture(scope="module")
@@ -245,10 +256,26 @@ def test_end_transaction_marker_values_of_any_version_read_as_kafka_reads_them(t
     assert ours == kafka == {1: ("commit", 5), 3: ("abort", 6), 4: ("commit", -8)}
 
 
-@pytest.mark.parametrize(("scenario", "broker", "partition"), [("txn-v2-upgrade", 1, "payments-0"),
-                                                               ("txn-v2-marker-lost", 1, "orders-0"),
-                                                               ("txn-v2-marker-lost", 2, "orders-0")])
-def test_producer_state_after_transactions_v2_is_what_kafka_rebuilds(tmp_path, kafka4, scenarios, scenario, broker, partition):
+@pytest.fixture(scope="module")
+def rebuilt(kafka4, scenarios, tmp_path_factory) -> dict[tuple, Path]:
+    """What Kafka's ProducerStateManager rebuilds from each partition of ``REBUILT``, in one JVM:
+    {(scenario, broker, partition): its snapshot dir (snapshots, aborted.txt)}."""
+    root = tmp_path_factory.mktemp("rebuilt")
+    src = root / "ProducerStateOracle.java"
+    src.write_text(PRODUCER_STATE_ORACLE, encoding="utf-8")
+    dirs, args = {}, []
+    for n, (scenario, broker, partition) in enumerate(REBUILT):
+        dirs[(scenario, broker, partition)] = d = root / str(n)
+        d.mkdir()
+        args += [str(d), *map(str, sorted((scenarios[scenario] / f"broker-{broker}" / partition).glob("*.log"))), "--"]
+    out = subprocess.run(["java", "-Xmx256m", "-cp", f"{kafka4 / 'libs'}/*", str(src), *args],
+                         capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    return dirs
+
+
+@pytest.mark.parametrize(("scenario", "broker", "partition"), REBUILT)
+def test_producer_state_after_transactions_v2_is_what_kafka_rebuilds(rebuilt, scenarios, scenario, broker, partition):
     """A marker one epoch above its data clears the producer's de-duplication batches
     (``ProducerStateEntry.maybeUpdateProducerEpoch``): its snapshot entry has no last sequence or
     offset. Kafka's ProducerStateManager, fed our segments, writes the snapshots our writer wrote
@@ -256,17 +283,14 @@ def test_producer_state_after_transactions_v2_is_what_kafka_rebuilds(tmp_path, k
     aborted transactions our .txnindex files hold (the new producer id's, after an exhausted epoch,
     on the dead leader of txn-v2-marker-lost)."""
     part = scenarios[scenario] / f"broker-{broker}" / partition
-    logs = sorted(part.glob("*.log"))
-    out = subprocess.run(["java", "-Xmx256m", "-cp", f"{kafka4 / 'libs'}/*", str(_oracle(tmp_path)), str(tmp_path), *map(str, logs)],
-                         capture_output=True, text=True, timeout=300)
-    assert out.returncode == 0, out.stderr[-2000:]
+    theirs = rebuilt[(scenario, broker, partition)]
     mine = sorted(part.glob("*.snapshot"))
-    assert {p.name for p in mine} <= {p.name for p in tmp_path.glob("*.snapshot")}
+    assert {p.name for p in mine} <= {p.name for p in theirs.glob("*.snapshot")}
     entries = []
     for p in mine:
-        assert p.read_bytes() == (tmp_path / p.name).read_bytes(), p.name
+        assert p.read_bytes() == (theirs / p.name).read_bytes(), p.name
         entries += producer_snapshot.parse(p.read_bytes(), str(p)).table.to_pylist()
-    aborted = sorted(tuple(map(int, line.split()[1:])) for line in out.stdout.splitlines() if line.startswith("aborted "))
+    aborted = sorted(tuple(map(int, line.split())) for line in (theirs / "aborted.txt").read_text().splitlines())
     ours = []
     for idx in sorted(part.glob("*.txnindex")):
         ours += [(r["producer_id"], r["first_offset"], r["last_offset"], r["last_stable_offset"])
@@ -280,10 +304,3 @@ def test_producer_state_after_transactions_v2_is_what_kafka_rebuilds(tmp_path, k
     else:  # the survivor: the old id's transaction still open at its first offset
         [e] = [e for e in entries if e["producer_id"] == 6000 and e["snapshot_offset"] == max(x["snapshot_offset"] for x in entries)]
         assert (e["producer_epoch"], e["current_txn_first_offset"]) == (32766, 102)
-
-
-def _oracle(tmp_path: Path) -> Path:
-    src = tmp_path / "oracle" / "ProducerStateOracle.java"
-    src.parent.mkdir()
-    src.write_text(PRODUCER_STATE_ORACLE, encoding="utf-8")
-    return src
