@@ -81,7 +81,7 @@ class Cluster:
         self._last_hw_ckpt = 0
         self._last_offset_ckpt = 0
         self._seq = 0
-        self._pid_seq: dict[int, int] = {}
+        self._pid_seq: dict[tuple[int, int, str, int], int] = {}  # (producer id, epoch, topic, partition) -> next sequence
         self.retriable: list[tuple[str, int, SimBatch]] = []  # acks=all sends that failed with a retriable error
         self.layouts: dict = {}  # (broker, topic, partition) -> PartitionLayout, after materialize
 
