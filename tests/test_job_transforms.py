@@ -177,3 +177,44 @@ def test_share_start_offsets_replay_snapshots_updates_and_tombstones(spark):
     got = {(r["partition"], r["start_offset"], r["acknowledged_to"], r["batch_position"], r["broker"]) for r in share_starts(df)}
     assert got == {(0, 40, 40, 200, 1), (1, 20, 20, 500, 1), (4, 70, 70, 900, 1), (5, 0, 60, 1100, 1), (6, 100, 105, 1300, 1),
                    (7, 200, 210, 1400, 1)}
+
+
+def _txn_batches():
+    """Transactions v2 on one replica: producer 7's sequences start at 0 in every epoch (each marker
+    one epoch above its data), at 32766 its COMMIT carries 32767 and producer 8 goes on from epoch 0;
+    producer 8's first transaction is aborted, its second has no marker (lost); producer 3 (v0) keeps
+    epoch 0 and its sequences run on; and producer 9 really wrote one batch twice."""
+    def data(o, pid, epoch, seq, n=10):
+        return {"topic": "t", "partition": 0, "broker": 1, "base_offset": o, "last_offset": o + n - 1, "producer_id": pid,
+                "producer_epoch": epoch, "base_sequence": seq, "last_sequence": seq + n - 1, "is_transactional": True,
+                "record_count": n, "path": "p", "position": o}
+
+    def marker(o, pid, epoch, control):
+        return {**data(o, pid, epoch, -1, 1), "base_sequence": -1, "last_sequence": -1, "is_control": True, "control": control}
+
+    return [data(0, 7, 32765, 0), data(10, 3, 0, 0), marker(20, 7, 32766, "commit"), marker(21, 3, 0, "commit"),
+            data(22, 7, 32766, 0), data(32, 3, 0, 10), marker(42, 7, 32767, "commit"), marker(43, 3, 0, "abort"),
+            data(44, 8, 0, 0), marker(54, 8, 1, "abort"), data(55, 8, 1, 0), data(65, 9, 4, 0), data(75, 9, 4, 0)]
+
+
+def test_sequences_restarting_at_every_transactions_v2_epoch_are_no_duplicate_sequence(spark):
+    from jobs.findings.producers import duplicate_sequence_findings
+
+    rows = [{k: v for k, v in r.items() if k != "control"} for r in _txn_batches()]
+    [f] = duplicate_sequence_findings(batches(spark, rows))
+    assert (f.producers[0]["producer_id"], f.producers[0]["producer_epoch"], f.first_offset, f.last_offset) == (9, 4, 65, 75)
+
+
+def test_aborted_data_under_transactions_v2_is_the_data_before_its_producers_next_abort(spark):
+    """The marker's epoch (the data's + 1, 32767 at an exhausted epoch) does not matter, only the
+    producer id's next marker on the replica: producer 8's first transaction is aborted; its second,
+    whose marker is lost, is not; producer 3's v0 abort covers its data since its last marker."""
+    from jobs.replicas.compare import with_txn_outcome
+
+    rows = _txn_batches()
+    b = batches(spark, [{k: v for k, v in r.items() if k != "control"} for r in rows])
+    recs = spark.createDataFrame([("t", 0, 1, "live", "p", r["base_offset"], r["control"]) for r in rows if r.get("control")],
+                                 "topic string, partition int, broker int, dir_state string, path string, batch_position long, "
+                                 "control_type string")
+    aborted = {r["base_offset"] for r in with_txn_outcome(b, recs).where("aborted").collect()}
+    assert aborted == {32, 44}

@@ -2,7 +2,8 @@
 
 Business rules live here, not in the runner: which log lines count (unclean elections, and lines
 with a partition and a HW or a truncation), which partitions have every assigned replica collected,
-the latest consumer commit per key and the latest transaction state per transactional id.
+the latest consumer commit per key and the latest transaction state per transactional id (with
+every producer id its records name).
 """
 
 from __future__ import annotations
@@ -99,8 +100,12 @@ def collect(me: DataFrame, le: DataFrame, rl_df: DataFrame, consumer_offsets: Da
         F.max_by(F.struct("committed_offset", "broker", "path", "batch_position", "tombstone"), "offset").alias("c")).select(
         "group", "topic", "partition", "c.*").where(~F.col("tombstone")).collect()
     tx = transactions.where(F.col("transactional_id").isNotNull())
-    txns = tx.groupBy("transactional_id").agg(F.max_by(F.struct(*[c for c in tx.columns if c != "transactional_id"]), "offset").alias("x")).select(
-        "transactional_id", "x.*").where(~F.col("tombstone")).collect()
+    # with every producer id the transactional id's records still name: a transactions v2 producer
+    # moves to a new id at an exhausted epoch, and its old id's open data is still that id's
+    txns = tx.groupBy("transactional_id").agg(
+        F.max_by(F.struct(*[c for c in tx.columns if c != "transactional_id"]), "offset").alias("x"),
+        F.collect_set("producer_id").alias("producer_ids")).select(
+        "transactional_id", "x.*", "producer_ids").where(~F.col("tombstone")).collect()
     # "now" by the coordinator's own clock (its last write), not producers' CreateTime
     collected_ms = None
     if txns:

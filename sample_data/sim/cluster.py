@@ -81,7 +81,7 @@ class Cluster:
         self._last_hw_ckpt = 0
         self._last_offset_ckpt = 0
         self._seq = 0
-        self._pid_seq: dict[int, int] = {}
+        self._pid_seq: dict[tuple[int, int, str, int], int] = {}  # (producer id, epoch, topic, partition) -> next sequence
         self.retriable: list[tuple[str, int, SimBatch]] = []  # acks=all sends that failed with a retriable error
         self.layouts: dict = {}  # (broker, topic, partition) -> PartitionLayout, after materialize
         self.share_start: dict[tuple[str, str, int], int] = {}  # (group, topic, partition) -> the stored share-partition start
@@ -183,10 +183,14 @@ class Cluster:
         value_bytes: int = 100,
         key_fmt: str = "k-{seq}",
         producer_id: int = -1,
+        producer_epoch: int = 0,
         transactional: bool = False,
         keys: list[bytes] | None = None,
     ) -> list[SimBatch]:
-        """Send ``n`` records in batches to the current leader; returns the batches appended."""
+        """Send ``n`` records in batches to the current leader; returns the batches appended.
+        An idempotent or transactional producer (``producer_id`` >= 0) numbers its batches per
+        partition and producer epoch from 0 (``TransactionManager``'s sequence per partition is reset
+        with every new epoch: transactions v2 bump it at each commit/abort)."""
         appended = []
         remaining = n
         while remaining > 0:
@@ -195,13 +199,20 @@ class Cluster:
             recs = self._new_records(k, key_fmt, value_bytes)
             if keys is not None:
                 recs = [SimRecord(keys[(n - remaining - k + i) % len(keys)], r.value, r.timestamp) for i, r in enumerate(recs)]
-            batch = self._send(topic, partition, recs, acks, producer_id, transactional)
+            batch = self._send(topic, partition, recs, acks, producer_id, transactional, producer_epoch)
             if batch is not None:
                 appended.append(batch)
         return appended
 
+    def append_records(self, topic: str, partition: int, records: list[tuple[bytes | None, bytes | None]]) -> SimBatch | None:
+        """One batch of exactly these (key, value) records, acks=all and no producer id: what a
+        coordinator appends to its internal topic (``TransactionStateManager.appendTransactionToLog``)."""
+        recs = [SimRecord(k, v, START_MS + self.now) for k, v in records]
+        return self._send(topic, partition, recs, "all", -1, False)
+
     def _send(
-        self, topic: str, partition: int, recs: list[SimRecord], acks: str, producer_id: int, transactional: bool
+        self, topic: str, partition: int, recs: list[SimRecord], acks: str, producer_id: int, transactional: bool,
+        producer_epoch: int = 0,
     ) -> SimBatch | None:
         """One produce request of one batch: refused, appended and acked, or appended and waiting."""
         part = self.part(topic, partition)
@@ -229,14 +240,15 @@ class Cluster:
                 return None
             seq = -1
             if producer_id >= 0:
-                seq = self._pid_seq.get(producer_id, 0)
-                self._pid_seq[producer_id] = seq + k
+                seq_key = (producer_id, producer_epoch, topic, partition)
+                seq = self._pid_seq.get(seq_key, 0)
+                self._pid_seq[seq_key] = seq + k
             batch = SimBatch(
                 leader.leo,
                 tuple(recs),
                 part.epoch,
                 producer_id=producer_id,
-                producer_epoch=0 if producer_id >= 0 else -1,
+                producer_epoch=producer_epoch if producer_id >= 0 else -1,
                 base_sequence=seq,
                 transactional=transactional,
             )
@@ -274,8 +286,11 @@ class Cluster:
             )
             self._send(topic, partition, list(batch.records), "all", -1, False)
 
-    def write_marker(self, topic: str, partition: int, producer_id: int, control: str) -> SimBatch:
-        """The transaction coordinator's COMMIT/ABORT marker: one offset, a control batch."""
+    def write_marker(
+        self, topic: str, partition: int, producer_id: int, control: str, *, producer_epoch: int = 0, coordinator_epoch: int = 0
+    ) -> SimBatch:
+        """The transaction coordinator's COMMIT/ABORT marker: one offset, a control batch, at the
+        epoch the coordinator holds (under transactions v2 the data's epoch + 1)."""
         part = self.part(topic, partition)
         leader = self.leader_replica(part)
         assert leader is not None
@@ -284,9 +299,10 @@ class Cluster:
             (),
             part.epoch,
             producer_id=producer_id,
-            producer_epoch=0,
+            producer_epoch=producer_epoch,
             transactional=True,
             control=control,
+            coordinator_epoch=coordinator_epoch,
             timestamp=START_MS + self.now,
         )
         if control == "abort":
@@ -307,6 +323,7 @@ class Cluster:
             offset=batch.base_offset,
             control=control,
             producer_id=producer_id,
+            producer_epoch=producer_epoch,
         )
         self._maybe_advance_hw(part)
         return batch

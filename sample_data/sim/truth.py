@@ -525,6 +525,13 @@ def must_not_report(cluster: Cluster, findings: list[dict]) -> list[dict]:
             add("hanging_transaction", topic, p, "every transaction ends with a COMMIT or ABORT marker")
         if any(b.control for r in reps for b in r.batches):
             add("offset_gap", topic, p, "offsets taken by transaction markers hold no data records")
+            add("transaction_marker_lost", topic, p, "no transaction open in the surviving log has its marker on another replica")
+        epochs: dict[int, set[int]] = {}
+        for b in (b for r in reps for b in r.batches if b.producer_id >= 0 and not b.control):
+            epochs.setdefault(b.producer_id, set()).add(b.producer_epoch)
+        if any(len(e) > 1 for e in epochs.values()):
+            add("duplicate_sequence", topic, p, "sequences start again at 0 with every producer epoch (transactions v2 "
+                "bump it at each commit and abort): the same sequence at another epoch is no duplicate")
         if any(r.log_start > 0 for r in reps):
             add("acked_data_loss", topic, p, "records below the log start offset were removed by retention or deleteRecords")
             add("log_start_divergence", topic, p, "log start moved by retention or deleteRecords, consistently across replicas")
