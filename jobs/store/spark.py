@@ -287,9 +287,14 @@ def parallelism(spark: SparkSession) -> int:
 
 def input_bytes(inputs: list[Path]) -> int:
     """Bytes of every regular file under ``inputs`` (archives as stored), before anything is read:
-    what ``sized_confs`` sizes Spark by. Links are not followed, as discovery does not."""
+    what ``sized_confs`` sizes Spark by. Links are not followed, as discovery does not. An input
+    on an object store (a URL) counts nothing here: its listing is discovery's."""
+    from jobs.ingest.stores import is_url
+
     total = 0
     for top in inputs:
+        if is_url(top):
+            continue
         for root, _dirs, names in os.walk(top):
             for name in names:
                 try:
