@@ -108,7 +108,8 @@ class Root:
     url: str | None = None  # the INPUT's URL (a store's root)
 
     @property
-    def files(self) -> Tree:
+    def listing(self) -> Tree:
+        """How its folders are walked and its files named: ``tree``, or the local filesystem."""
         return self.tree or LOCAL
 
 
@@ -251,7 +252,7 @@ def find_log_dirs(root: Root, problems: list[dict] | None = None) -> list[LogDir
     (links, fifos...) go to ``problems``; those inside a log dir are reported by ``_walk_files``."""
     found: list[LogDir] = []
     problems = [] if problems is None else problems
-    tree = root.files
+    tree = root.listing
     for here, dirnames, filenames, odd in tree.walk(root.path):
         if _is_log_dir(here, filenames, dirnames, tree):
             rel = here.relative_to(root.path).as_posix()
@@ -335,7 +336,7 @@ def _broker_logs(root: Root, log_dirs: list[LogDir], broker_of: dict[str, int]) 
     if root.path in inside:  # the input is itself a log dir: all of it is ``_walk_files``' (a walk
         return []  # here would list its logs twice, under other names, and stat every file again)
     out: list[FileEntry] = []
-    tree = root.files
+    tree = root.listing
     stats: dict = {}
     for here, dirnames, filenames, _odd in tree.walk(root.path, stats):
         dirnames[:] = [d for d in dirnames if here / d not in inside]
@@ -444,7 +445,7 @@ def found_instead(root: Root) -> str:
     files: list[str] = []
     kafka: list[tuple[str, str]] = []
     folders = skipped = 0
-    for here, dirs, names, odd in root.files.walk(root.path):
+    for here, dirs, names, odd in root.listing.walk(root.path):
         sub = here.relative_to(root.path).as_posix()
         folders += len(dirs)
         skipped += len(odd)

@@ -22,6 +22,7 @@ Flow (all heavy work on executors, nothing parsed comes back to the driver):
 from __future__ import annotations
 
 import logging
+import os
 import shutil
 import time
 from dataclasses import asdict, dataclass, field
@@ -32,7 +33,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import types as T
 
 from jobs.store.io import table_path, write_empty
-from jobs.store.spark import gc_frozen, is_remote, parallelism
+from jobs.store.spark import executors_of, gc_frozen, is_remote, job_group, parallelism
 from jobs.store.tables import ALL_TABLES, BROKERS, schema_of
 from parsers.headers import STOP_LIMIT
 
@@ -92,6 +93,7 @@ class IngestResult:
     seconds: dict[str, float] = field(default_factory=dict)
     problems: int = 0
     input_changes: dict = field(default_factory=dict)  # discover.changes_since at the end of parsing
+    executors: list[dict] | None = None  # spark.executors_of the parse tasks: where they ran
 
 
 def group_bytes_for(total_bytes: int, parallelism: int) -> int:
@@ -387,18 +389,22 @@ def ingest(spark: SparkSession, inputs: list[Path], work_dir: Path, payloads: bo
     t1 = time.monotonic()
     counts: list[dict] = []
     spans: list[dict] = []
+    executors = None
     with Progress(len(found.files), total_bytes, lambda: (files_acc.value, bytes_acc.value), enabled=progress and not remote):
         if tasks:
             task_list = work_dir.absolute() / disc.WORK / "tasks.arrow"  # executors must see this path too
             write_task_list(tasks, task_list)
             task_df = task_frame(spark, tasks)
             parse = _parse_write(str(task_list), tables_dir, payloads, files_acc, bytes_acc, parse_acc, focus, stores.known())
+            group = f"kafka-forensics-parse-{os.getpid()}-{time.monotonic_ns()}"
             try:
-                results = task_df.mapInArrow(parse, _spark_schema(result_schema())).collect()
+                with job_group(spark, group, "kafka-forensics: parse"):
+                    results = task_df.mapInArrow(parse, _spark_schema(result_schema())).collect()
             except Exception as exc:  # a task the store refused (credentials, throttling): its one line, exit 2
                 if (said := stores.failed_read(exc)) is None:
                     raise
                 raise stores.StoreError(said) from None
+            executors = executors_of(spark, group)
             counts = [r.asDict() for r in results if r["table"] is not None]
             spans = [r.asDict() for r in results if r["table"] is None]
     seconds["parse"] = time.monotonic() - t1
@@ -443,4 +449,5 @@ def ingest(spark: SparkSession, inputs: list[Path], work_dir: Path, payloads: bo
     seconds["write"] = time.monotonic() - t2
     shutil.rmtree(work_dir / disc.WORK, ignore_errors=True)
     seconds["total"] = time.monotonic() - t0
-    return IngestResult(work_dir, brokers, len(found.files), total_bytes, len(tasks), rows, seconds, rows["problems"], changes)
+    return IngestResult(work_dir, brokers, len(found.files), total_bytes, len(tasks), rows, seconds, rows["problems"], changes,
+                        executors)
