@@ -25,7 +25,7 @@ class AnalyzeError(InputError, ValueError):
     """Unusable input or arguments: the CLI prints it as one line and exits 2."""
 
 
-def build(inputs: list[Path], out: Path, ledger: Path | None = None, master: str = "local[*]",
+def build(inputs: list[Path | str], out: Path, ledger: Path | None = None, master: str = "local[*]",
           progress: bool = True, spark=None, register_catalog: bool = True, focus: Focus | None = None) -> dict:
     """Ingest (``jobs.ingest.run.staged_ingest``), run the jobs and write findings.json +
     report.html into DIR; return findings.json's document. ``spark``: an existing session to reuse
@@ -71,7 +71,7 @@ def build(inputs: list[Path], out: Path, ledger: Path | None = None, master: str
     return doc
 
 
-def run_analyze(inputs: list[Path], out: Path, fmt: str = "text", ledger: Path | None = None, master: str = "local[*]",
+def run_analyze(inputs: list[Path | str], out: Path, fmt: str = "text", ledger: Path | None = None, master: str = "local[*]",
                 fail_on: str = "error", stream: TextIO | None = None, progress: bool = True, spark=None,
                 register_catalog: bool = True, focus: Focus | None = None) -> int:
     """The ``analyze`` command: returns the contract's exit code (0 clean, 1 findings ≥ fail_on)."""

@@ -181,7 +181,9 @@ def dump(
 
 @app.command(cls=Command)
 def ingest(
-    inputs: Annotated[list[Path], typer.Argument(metavar="INPUT", help="Folders of broker dirs, broker dirs, log dirs, or .tar/.tar.gz/.tgz/.tar.xz/.zip of them.")],
+    inputs: Annotated[list[str], typer.Argument(metavar="INPUT", help="Folders of broker dirs, broker dirs, log dirs, or .tar/.tar.gz/.tgz/.tar.xz/.zip of them; "
+                                                "local, or on an object store: s3://, gs://, abfs://, hdfs:// (credentials from the store's "
+                                                "standard chain).")],
     out: OutDir,
     master: Master = "local[*]",
     payloads: Annotated[bool, typer.Option("--payloads", help="Keep record keys and values in the records table (may hold personal data).")] = False,
@@ -198,7 +200,7 @@ def ingest(
     master = spark_target(master, remote)
     _log_to_stderr(quiet, verbose)
     with staged_run(out):
-        result = run_ingest.run(inputs, out, master=master, payloads=payloads, progress=not quiet)
+        result = run_ingest.run(input_args(inputs), out, master=master, payloads=payloads, progress=not quiet)
     print(f"{len(result.brokers)} brokers, {result.files} files, {result.rows.get('records', 0)} records, "
           f"{result.problems} problems -> {out}", file=sys.stderr)
 
@@ -276,6 +278,14 @@ def serve(
         raise fail(str(exc)) from None
     raise typer.Exit(code)
 
+def input_args(inputs: list[str]) -> list:
+    """INPUT arguments as the pipeline takes them: local paths, and store URLs kept as strings
+    (a ``Path`` would fold ``s3://b`` into ``s3:/b``)."""
+    from jobs.ingest.stores import input_arg
+
+    return [input_arg(raw) for raw in inputs]
+
+
 def spark_target(master: str, remote: str | None) -> str:
     """What the jobs run on: ``--remote``'s ``sc://`` URL (a Spark Connect server, which has its own
     master), else ``--master``. Both at once is bad usage."""
@@ -334,7 +344,8 @@ def report(
 
 @app.command(cls=Command)
 def analyze(
-    inputs: Annotated[list[Path], typer.Argument(metavar="INPUT", help="Collected broker dirs, log dirs or archives of them (several allowed).")],
+    inputs: Annotated[list[str], typer.Argument(metavar="INPUT", help="Collected broker dirs, log dirs or archives of them (several allowed); "
+                                                "local, or on an object store: s3://, gs://, abfs://, hdfs://.")],
     out: AnalyzeOutDir,
     format: ReportFormat = "text",
     master: Master = "local[*]",
@@ -348,6 +359,10 @@ def analyze(
 ) -> None:
     """The main command: ingest every broker, run the forensic jobs, write findings.json and report.html.
 
+    INPUT may be on an object store (s3://bucket/prefix, or an archive there): listed here, read in
+    ranges by the executors, credentials from the store's standard chain (for S3: AWS_ACCESS_KEY_ID...,
+    AWS_PROFILE or the instance role; AWS_ENDPOINT_URL for another endpoint), never written to DIR.
+
     Example: kafka-forensics analyze collected/ --out incident-42 --ledger acked.jsonl
     """
     from .analyze import Focus, run_analyze
@@ -356,7 +371,7 @@ def analyze(
     _log_to_stderr(quiet, verbose)
     focus = Focus(tuple(topic or ()), tuple(partition or ())) if topic or partition else None
     with staged_run(out):
-        code = run_analyze(inputs, out, fmt=format, ledger=ledger, master=master, fail_on=fail_on, progress=not quiet, focus=focus)
+        code = run_analyze(input_args(inputs), out, fmt=format, ledger=ledger, master=master, fail_on=fail_on, progress=not quiet, focus=focus)
     raise typer.Exit(code)
 
 

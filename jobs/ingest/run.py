@@ -25,6 +25,7 @@ from jobs.store.outdir import no_room, staged_output
 
 from .discover import discover_inputs
 from .focus import Focus
+from .stores import input_arg, is_url
 
 if TYPE_CHECKING:  # pyspark is imported only once discovery found something to ingest
     from pyspark.sql import SparkSession
@@ -34,14 +35,15 @@ if TYPE_CHECKING:  # pyspark is imported only once discovery found something to 
 log = logging.getLogger(__name__)
 
 
-def run_info(inputs: list[Path], master: str, result: IngestResult) -> dict:
-    """What DIR/run.json says about an ingest (analyze adds its own keys beside these)."""
+def run_info(inputs: list[Path | str], master: str, result: IngestResult) -> dict:
+    """What DIR/run.json says about an ingest (analyze adds its own keys beside these). A store's
+    input is its URL as given: what reached it (endpoint, credentials) is never written here."""
     import pyspark
 
     info = asdict(result)
     info.pop("out")
     return {
-        "inputs": [str(Path(p).resolve()) for p in inputs],
+        "inputs": [p if is_url(p) else str(Path(p).resolve()) for p in inputs],
         "master": master,
         "versions": {"python": platform.python_version(), "pyspark": pyspark.__version__},
         "ingest": info,
@@ -66,7 +68,7 @@ class Staged:
 
 
 @contextlib.contextmanager
-def staged_ingest(inputs: list[Path], out: Path, master: str = "local[*]", payloads: bool = False, progress: bool = True,
+def staged_ingest(inputs: list[Path | str], out: Path, master: str = "local[*]", payloads: bool = False, progress: bool = True,
                   spark: SparkSession | None = None, register: bool = True, focus: Focus | None = None) -> Iterator[Staged]:
     """Ingest ``inputs`` into a staging sibling of ``out`` and yield it; when the block ends,
     run.json is written, the catalog completed and DIR swapped in (``outdir.staged_output``).
@@ -76,8 +78,8 @@ def staged_ingest(inputs: list[Path], out: Path, master: str = "local[*]", paylo
     (tests, demo); one JVM pins one catalog, so then the catalog is registered after the swap by a
     fresh process; ``register=False`` leaves it to the first ``sql`` use, as a
     ``sc://`` master (Spark Connect) does. ``focus``: only those
-    partitions (run.json says so)."""
-    inputs = [Path(p) for p in inputs]
+    partitions (run.json says so). An input may be a store's URL (``stores``: ``s3://…``)."""
+    inputs = [input_arg(p) for p in inputs]
     from jobs.store.spark import input_bytes
 
     existed = Path(out).is_dir()
@@ -132,7 +134,7 @@ def staged_ingest(inputs: list[Path], out: Path, master: str = "local[*]", paylo
         subprocess.run([sys.executable, "-m", "jobs.store.catalog", str(out)], check=False, capture_output=True)
 
 
-def run(inputs: list[Path], out: Path, master: str = "local[*]", payloads: bool = False, progress: bool = True,
+def run(inputs: list[Path | str], out: Path, master: str = "local[*]", payloads: bool = False, progress: bool = True,
         register: bool = True) -> IngestResult:
     """``kafka-forensics ingest``: ingest ``inputs`` into ``out`` (replaced atomically), then build its catalog."""
     with staged_ingest(inputs, out, master, payloads=payloads, progress=progress, register=register) as staged:
