@@ -16,12 +16,12 @@ def commit(group: str, offset: int, partition: int = 0) -> dict:
 
 
 def loss(first: int, last: int, salvage: list[int]) -> Finding:
-    return Finding(kind="acked_data_loss", topic="ue", partition=0, brokers=[2, *salvage], first_offset=first, last_offset=last,
+    return Finding(kind="acked_data_loss", severity="error", topic="ue", partition=0, brokers=[2, *salvage], first_offset=first, last_offset=last,
                    records=last - first + 1, salvage_brokers=salvage, surviving_broker=2, explanation="lost")
 
 
 def divergence(first: int, last: int) -> Finding:
-    return Finding(kind="replica_divergence", topic="ue", partition=0, brokers=[1, 2], first_offset=first, last_offset=last,
+    return Finding(kind="replica_divergence", severity="error", topic="ue", partition=0, brokers=[1, 2], first_offset=first, last_offset=last,
                    records=last - first + 1, explanation="forked")
 
 

@@ -63,7 +63,7 @@ def divergence_findings(ranges: list, surv: dict | None = None) -> list[Finding]
         s = (surv or {}).get((topic, part))
         candidates = {c["broker"] for c in s["candidates"]} if s else set(m["brokers"])
         out.append(Finding(
-            kind="replica_divergence", topic=topic, partition=part, brokers=sorted(m["brokers"]),
+            kind="replica_divergence", severity=KINDS["replica_divergence"], topic=topic, partition=part, brokers=sorted(m["brokers"]),
             first_offset=first, last_offset=last, records=m["records"], bytes=m["bytes"], leader_epochs=sorted(m["epochs"]),
             producers=_dedupe(m["producers"]), first_timestamp=min(ts) if ts else None, last_timestamp=max(ts) if ts else None,
             evidence=m["ev"], surviving_broker=s["broker"] if s else None,
