@@ -20,6 +20,7 @@ from typer import _click
 from jobs.errors import InputError
 from jobs.terminal import LogFormatter, escape
 
+from .choices import FAIL_ON, REPORT_FORMATS, SALVAGE_FORMATS, SQL_FORMATS
 from .cli_words import NativeCommand, NativeGroup
 
 app = typer.Typer(
@@ -44,6 +45,14 @@ def fail(message: str, code: int = 2) -> typer.Exit:
     """One clear line on stderr, exit 2 (the contract's 'bad usage or unusable input')."""
     say(message)
     return typer.Exit(code)
+
+
+def one_of(option: str, value: str, choices: tuple[str, ...]) -> None:
+    """Exit 2 with one line unless ``value`` is one of ``choices`` (``analyzer.choices``, the list
+    --help shows): checked here once, before any work, so no layer below checks it again."""
+    if value not in choices:
+        said = f"{', '.join(choices[:-1])} or {choices[-1]}" if len(choices) > 1 else choices[0]
+        raise fail(f"{option} must be {said}, not {value!r}")
 
 
 INTERNAL_ERROR = 3  # a bug of ours, not the user's input (0/1: verdict, 2: bad usage or input, 130: Ctrl-C)
@@ -94,7 +103,7 @@ OWN_PROCESS = False
 
 
 @contextlib.contextmanager
-def staged_run(out: Path) -> Iterator[None]:
+def writing(out: Path) -> Iterator[None]:
     """Run a command that writes DIR through Spark: unusable input is one line and exit 2, and
     Ctrl-C is one line saying what DIR holds now, and exit 130 (128 + SIGINT, as shells do);
     in the CLI's own process SIGTERM and SIGHUP get the same, with exit 143 and 129."""
@@ -118,7 +127,8 @@ def staged_run(out: Path) -> Iterator[None]:
 
 
 # Options shared by several commands, declared once. Each command says what its --out holds; the
-# --format choices differ (the command checks them: exit 2 with one line, not click's usage block).
+# --format choices differ (``analyzer.choices``; the command checks them with ``one_of``: exit 2
+# with one line, not click's usage block).
 def out_option(help: str) -> Any:
     return Annotated[Path, typer.Option("--out", metavar="DIR", help=help)]
 
@@ -134,15 +144,12 @@ Master = Annotated[str, typer.Option("--master", metavar="URL", help="Spark mast
 Remote = Annotated[str | None, typer.Option("--remote", metavar="sc://HOST:PORT", help="Run the Spark jobs on this Spark Connect "
                                             "server instead of --master (DIR and the inputs must be paths the server and its "
                                             "executors see).")]
-REPORT_FORMATS = ("text", "json", "html")  # analyzer.report.FORMATS (not imported here: pandas is slow to load)
-SQL_FORMATS = ("table", "json", "csv")  # analyzer.sql.FORMATS (not imported here: pyspark)
 ReportFormat = format_option(REPORT_FORMATS, "What to print: text (terminal summary), json (findings.json) or html "
                                              "(the path of DIR/report.html).")
 SqlFormat = format_option(SQL_FORMATS, "table, json (JSON Lines) or csv.")
-SALVAGE_FORMATS = ("text", "json")
 SalvageFormat = format_option(SALVAGE_FORMATS, "text: the summary line on stderr; json: the summary (out, records, findings, "
                                                "left_out) on stdout too.")
-FailOn = Annotated[str, typer.Option("--fail-on", metavar="error|warning|info",
+FailOn = Annotated[str, typer.Option("--fail-on", metavar="|".join(FAIL_ON),
                                      help="Exit 1 when a finding is at or above this severity.")]
 Quiet = Annotated[bool, typer.Option("--quiet", "-q", help="Only the result and errors: no progress bar, no log lines.")]
 Verbose = Annotated[bool, typer.Option("--verbose", "-v", help="Spark's own log lines too (its start-up warnings, WARN and above), "
@@ -199,7 +206,7 @@ def ingest(
 
     master = spark_target(master, remote)
     _log_to_stderr(quiet, verbose)
-    with staged_run(out):
+    with writing(out):
         result = run_ingest.run(input_args(inputs), out, master=master, payloads=payloads, progress=not quiet)
     print(f"{len(result.brokers)} brokers, {result.files} files, {result.rows.get('records', 0)} records, "
           f"{result.problems} problems -> {out}", file=sys.stderr)
@@ -224,8 +231,7 @@ def sql(
 
     from . import sql as sql_mod
 
-    if format not in sql_mod.FORMATS:
-        raise fail(f"--format must be one of {', '.join(sql_mod.FORMATS)}")
+    one_of("--format", format, SQL_FORMATS)
     master = spark_target(master, remote)
     _log_to_stderr(quiet, verbose)
     tables = None  # a one-shot read of DIR's tables needs no metastore (catalog.open_views), unless
@@ -335,6 +341,10 @@ def report(
     """
     from .report import run_report
 
+    one_of("--format", format, REPORT_FORMATS)
+    one_of("--fail-on", fail_on, FAIL_ON)
+    if output is not None and format != "html":
+        raise fail(f"--output applies to --format html only, not {format}")
     try:
         code = run_report(out, format, sys.stdout, fail_on, output)
     except InputError as exc:  # ReportError
@@ -367,10 +377,12 @@ def analyze(
     """
     from .analyze import Focus, run_analyze
 
+    one_of("--format", format, REPORT_FORMATS)
+    one_of("--fail-on", fail_on, FAIL_ON)
     master = spark_target(master, remote)
     _log_to_stderr(quiet, verbose)
     focus = Focus(tuple(topic or ()), tuple(partition or ())) if topic or partition else None
-    with staged_run(out):
+    with writing(out):
         code = run_analyze(input_args(inputs), out, fmt=format, ledger=ledger, master=master, fail_on=fail_on, progress=not quiet, focus=focus)
     raise typer.Exit(code)
 
@@ -427,8 +439,7 @@ def salvage(
     """
     from .salvage import run_salvage
 
-    if format not in SALVAGE_FORMATS:
-        raise fail(f"--format must be one of {', '.join(SALVAGE_FORMATS)}")
+    one_of("--format", format, SALVAGE_FORMATS)
     try:
         done = run_salvage(out, file, topic=topic, partition=partition)
     except InputError as exc:  # SalvageError

@@ -16,12 +16,12 @@ def commit(group: str, offset: int, partition: int = 0) -> dict:
 
 
 def loss(first: int, last: int, salvage: list[int]) -> Finding:
-    return Finding(kind="acked_data_loss", topic="ue", partition=0, brokers=[2, *salvage], first_offset=first, last_offset=last,
+    return Finding(kind="acked_data_loss", severity="error", topic="ue", partition=0, brokers=[2, *salvage], first_offset=first, last_offset=last,
                    records=last - first + 1, salvage_brokers=salvage, surviving_broker=2, explanation="lost")
 
 
 def divergence(first: int, last: int) -> Finding:
-    return Finding(kind="replica_divergence", topic="ue", partition=0, brokers=[1, 2], first_offset=first, last_offset=last,
+    return Finding(kind="replica_divergence", severity="error", topic="ue", partition=0, brokers=[1, 2], first_offset=first, last_offset=last,
                    records=last - first + 1, explanation="forked")
 
 
@@ -97,7 +97,7 @@ def test_share_starts_name_their_topic_by_the_id_in_partition_metadata():
 
 
 def test_divergence_alone_names_the_surviving_log_and_the_salvageable_replicas():
-    forked = Finding(kind="replica_divergence", topic="ue", partition=0, brokers=[1, 2], first_offset=300, last_offset=449,
+    forked = Finding(kind="replica_divergence", severity="error", topic="ue", partition=0, brokers=[1, 2], first_offset=300, last_offset=449,
                      records=150, surviving_broker=2, salvage_brokers=[1], explanation="forked")
     [f] = consumer_read_lost([commit("inside", 400)], [forked], LEO)
     assert (f.surviving_broker, f.salvage_brokers, f.severity) == (2, [1], "warning")

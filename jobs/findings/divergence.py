@@ -67,7 +67,7 @@ def divergence_findings(ranges: list, surv: dict | None = None) -> list[Finding]
         # survivor's records, e.g. a follower on its lineage, differs only from the forked replica)
         salvage = {b for pair in m["pairs"] for b, other in (pair, pair[::-1]) if b not in candidates and other in candidates}
         out.append(Finding(
-            kind="replica_divergence", topic=topic, partition=part, brokers=sorted(m["brokers"]),
+            kind="replica_divergence", severity=KINDS["replica_divergence"], topic=topic, partition=part, brokers=sorted(m["brokers"]),
             first_offset=first, last_offset=last, records=m["records"], bytes=m["bytes"], leader_epochs=sorted(m["epochs"]),
             producers=_dedupe(m["producers"]), first_timestamp=min(ts) if ts else None, last_timestamp=max(ts) if ts else None,
             evidence=m["ev"], surviving_broker=s["broker"] if s else None,

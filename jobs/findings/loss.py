@@ -119,7 +119,7 @@ def loss_findings(ranges: list, surv: dict) -> list[Finding]:
         ev = [Evidence(h, g["path"], g["position"], "holds the committed copy") for h in holders[:3]]
         ev.append(survivor_evidence(s, "holds other records" if g["overwritten"] else "lacks them"))
         out.append(Finding(
-            kind="acked_data_loss", topic=g["topic"], partition=g["partition"],
+            kind="acked_data_loss", severity=KINDS["acked_data_loss"], topic=g["topic"], partition=g["partition"],
             brokers=[*(c["broker"] for c in s["candidates"]), *holders],
             first_offset=g["first_offset"], last_offset=g["last_offset"], records=g["records"], bytes=g["bytes"],
             leader_epochs=list(g["epochs"] or []),
@@ -199,7 +199,7 @@ def consumer_loss_findings(commits: list, rl: list, loss: list[Finding]) -> list
             hit[0].evidence.extend(ev)
             continue
         out.append(Finding(
-            kind="acked_data_loss", topic=k[0], partition=k[1], brokers=[],
+            kind="acked_data_loss", severity=KINDS["acked_data_loss"], topic=k[0], partition=k[1], brokers=[],
             first_offset=first, last_offset=last, records=last - first + 1, evidence=ev,
             explanation=f"Consumer group(s) {', '.join(sorted({c['group'] for c in cs}))} committed offsets up to {top} on "
                         f"{k[0]}-{k[1]} but no replica's log reaches beyond {first}: offsets {first}-{last} were read (so committed) "
@@ -275,7 +275,7 @@ def consumer_read_lost(commits: list, ranges: list[Finding], leo: dict[tuple[str
         ev = [Evidence(cm["broker"], cm["path"], cm["batch_position"], progress_text(cm))]
         ev += [Evidence(None, None, None, f"{f.kind} at offsets {f.first_offset}-{f.last_offset}: {f.explanation}") for f in hit[:3]]
         out.append(Finding(
-            kind="consumer_read_lost_data", severity="error" if gone else "", topic=key[0], partition=key[1],
+            kind="consumer_read_lost_data", severity="error" if gone else KINDS["consumer_read_lost_data"], topic=key[0], partition=key[1],
             brokers=[b for f in hit for b in f.brokers], first_offset=spans[0][0], last_offset=spans[-1][1],
             records=sum(hi - lo + 1 for lo, hi in spans), leader_epochs=[e for f in hit for e in f.leader_epochs],
             evidence=ev, salvage_brokers=salvage,

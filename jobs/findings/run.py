@@ -11,14 +11,16 @@ from collections.abc import Callable
 from pathlib import Path
 
 from pyspark.sql import SparkSession
+from pyspark.sql.pandas.types import from_arrow_schema
 
 from jobs.ingest.focus import Focus
 from jobs.replicas import restart_preview
 from jobs.store.io import local_frame, write_table
 from jobs.store.spark import side_by_side
+from jobs.store.tables import FINDINGS_SCHEMA
 
 from .case import Case
-from .model import FINDINGS_SCHEMA, Finding, finalize, to_rows
+from .model import Finding, finalize, to_rows
 from .registry import DETECTORS
 
 DETECTOR_THREADS = 2
@@ -46,7 +48,7 @@ def run(spark: SparkSession, out: Path, ledger: Path | None = None, stage: Calla
             findings = finalize([f for fs in pool.map(find, DETECTORS) for f in fs])
             case.timeline_written.result()
         stage("findings: writing")
-        write_table(local_frame(spark, to_rows(findings), FINDINGS_SCHEMA).coalesce(1), out, "findings")
+        write_table(local_frame(spark, to_rows(findings), from_arrow_schema(FINDINGS_SCHEMA)).coalesce(1), out, "findings")
         # after the findings: each truncation names the finding whose records it destroys
         stage("restart preview")
         write_table(restart_preview.build(case, findings).coalesce(1), out, "restart_preview")

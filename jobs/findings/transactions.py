@@ -73,7 +73,7 @@ def hanging_transaction_findings(pending: list, lost_markers: list[Finding] = ()
         if r["newest_ts"] is None or first["max_timestamp"] is None or r["newest_ts"] - first["max_timestamp"] < TXN_MAX_TIMEOUT_MS:
             continue
         out.append(Finding(
-            kind="hanging_transaction", topic=r["topic"], partition=r["partition"], brokers=[r["broker"]],
+            kind="hanging_transaction", severity=KINDS["hanging_transaction"], topic=r["topic"], partition=r["partition"], brokers=[r["broker"]],
             first_offset=first["base_offset"], last_offset=last["last_offset"],
             producers=[{"producer_id": r["producer_id"], "producer_epoch": first["producer_epoch"]}],
             first_timestamp=first["max_timestamp"], last_timestamp=last["max_timestamp"],
@@ -156,7 +156,7 @@ def lost_marker_findings(pending: list, markers: list, txns: list, surv: dict) -
             where = f"__transaction_state records it {done[0]['status_name']}"
         tp = f"{r['topic']}-{r['partition']}"
         out.append(Finding(
-            kind="transaction_marker_lost", topic=r["topic"], partition=r["partition"],
+            kind="transaction_marker_lost", severity=KINDS["transaction_marker_lost"], topic=r["topic"], partition=r["partition"],
             brokers=[r["broker"], *(m["broker"] for m in held)], first_offset=first["base_offset"], last_offset=last["last_offset"],
             producers=[{"producer_id": r["producer_id"], "producer_epoch": epoch}],
             first_timestamp=first["max_timestamp"], last_timestamp=last["max_timestamp"], evidence=ev,
@@ -185,7 +185,7 @@ def transaction_state_findings(txns: list, collected_ms: int | None) -> list[Fin
         if overdue <= 60_000:  # the coordinator aborts expired transactions every 10 s: give it a minute
             continue
         out.append(Finding(
-            kind="hanging_transaction", severity="warning", brokers=[t["broker"]],
+            kind="hanging_transaction", severity=KINDS["hanging_transaction"], brokers=[t["broker"]],
             first_timestamp=t["start_ms"], last_timestamp=t["last_update_ms"],
             producers=[{"producer_id": t["producer_id"], "producer_epoch": t["producer_epoch"]}],
             evidence=[Evidence(t["broker"], t["path"], t["batch_position"],

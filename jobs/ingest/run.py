@@ -1,9 +1,10 @@
-"""The one ingest pipeline, shared by ``kafka-forensics ingest`` and ``analyze``: discover the
-inputs, stage DIR, start Spark, ingest (its catalog built alongside), write run.json, swap DIR in.
+"""The run that builds an output DIR, shared by ``kafka-forensics ingest`` and ``analyze``:
+discover the inputs, stage DIR, start Spark, ingest (its catalog built alongside), let the caller
+add to DIR, write run.json, swap DIR in (``staged_run``).
 
 Discovery (archives extracted into the staging dir) runs before Spark is even imported, so
 unusable input (a missing path, a bad archive, a folder without any log dir) fails in well under
-a second without a JVM. ``analyze`` adds its jobs and report inside the ``staged_ingest`` block.
+a second without a JVM. ``analyze`` adds its jobs and report inside the ``staged_run`` block.
 """
 
 from __future__ import annotations
@@ -52,26 +53,32 @@ def run_info(inputs: list[Path | str], master: str, result: IngestResult) -> dic
 
 
 @dataclass
-class Staged:
-    """What the ``staged_ingest`` block gets: the session, the staging dir, the ingest result and
-    run.json's content (add keys to ``run_info``; ``write_run_json`` writes it before the block
-    ends when something in the block reads it, e.g. analyze's report)."""
+class StagedRun:
+    """What the ``staged_run`` block gets: the session, the staging dir (DIR once swapped in), the
+    ingest result and run.json's content. run.json is written once: by ``write_run_json`` in the
+    block when something after it reads the file (analyze's report), else as the block ends; add
+    keys to ``run_info`` before."""
 
     spark: SparkSession
     tmp: Path
     result: IngestResult
     run_info: dict = field(default_factory=dict)
     focus: Focus | None = None  # the partitions read, when not all (``Discovery.focus``)
+    run_json_written: bool = False
 
     def write_run_json(self) -> None:
+        if self.run_json_written:
+            raise RuntimeError("run.json is written once; add to run_info before writing it")
         (self.tmp / "run.json").write_text(json.dumps(self.run_info, indent=1, default=str) + "\n")
+        self.run_json_written = True
 
 
 @contextlib.contextmanager
-def staged_ingest(inputs: list[Path | str], out: Path, master: str = "local[*]", payloads: bool = False, progress: bool = True,
-                  spark: SparkSession | None = None, register: bool = True, focus: Focus | None = None) -> Iterator[Staged]:
-    """Ingest ``inputs`` into a staging sibling of ``out`` and yield it; when the block ends,
-    run.json is written, the catalog completed and DIR swapped in (``outdir.staged_output``).
+def staged_run(inputs: list[Path | str], out: Path, master: str = "local[*]", payloads: bool = False, progress: bool = True,
+               spark: SparkSession | None = None, register: bool = True, focus: Focus | None = None) -> Iterator[StagedRun]:
+    """Ingest ``inputs`` into a staging sibling of ``out`` and yield it for the block to add to;
+    when the block ends, run.json is written (unless the block did), the catalog completed and
+    DIR swapped in (``outdir.staged_output``).
 
     The session opens the staging dir's catalog, which a ``catalog.Registrar`` thread builds while
     the inputs are parsed and the block's jobs run (see catalog.py). ``spark``: a session to reuse
@@ -101,10 +108,11 @@ def staged_ingest(inputs: list[Path | str], out: Path, master: str = "local[*]",
             result = ingest(session, inputs, tmp, payloads=payloads, progress=progress, found=found, focus=focus)
             if registrar is not None:
                 registrar.add(catalog.table_names(tmp))  # registered while the block's jobs run
-            staged = Staged(session, tmp, result, run_info(inputs, master, result), focus)
+            staged = StagedRun(session, tmp, result, run_info(inputs, master, result), focus)
             staged.run_info["focus"] = focus.describe() if focus is not None else None
             yield staged
-            staged.write_run_json()
+            if not staged.run_json_written:
+                staged.write_run_json()
             if registrar is not None:
                 registrar.finish()
         except Exception as exc:
@@ -137,6 +145,6 @@ def staged_ingest(inputs: list[Path | str], out: Path, master: str = "local[*]",
 def run(inputs: list[Path | str], out: Path, master: str = "local[*]", payloads: bool = False, progress: bool = True,
         register: bool = True) -> IngestResult:
     """``kafka-forensics ingest``: ingest ``inputs`` into ``out`` (replaced atomically), then build its catalog."""
-    with staged_ingest(inputs, out, master, payloads=payloads, progress=progress, register=register) as staged:
+    with staged_run(inputs, out, master, payloads=payloads, progress=progress, register=register) as staged:
         pass
     return staged.result
