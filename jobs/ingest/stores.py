@@ -35,6 +35,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from jobs.errors import InputError
+from jobs.store.spark import STORE_URL
 from parsers.common import FileBytes, FileChanged, FileWindow
 
 SCHEMES = ("s3", "gs", "abfs", "abfss", "hdfs")
@@ -45,7 +46,7 @@ GCS_RETRY_SECONDS = 15.0  # GCS retries by time, 15 minutes by default
 HASH_BLOCK = 32 << 20
 STREAM_BUFFER = 8 << 20  # an archive on a store is streamed in ranges of this size
 MAX_SAID = 400  # characters of a store's own error message kept in our one line
-_URL_RE = re.compile(r"^([a-z][a-z0-9+.-]*)://", re.I)
+_URL_RE = STORE_URL  # (jobs.store.spark sizes Spark without the inputs on stores: one pattern for both)
 
 
 class StoreError(InputError):

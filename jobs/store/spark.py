@@ -107,6 +107,9 @@ def sized_confs(input_bytes: int | None, cores: int, remote: bool = False) -> di
 DRIVER_JVM_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC -XX:ReservedCodeCacheSize=240m -XX:MetaspaceSize=256m"
 
 
+# an INPUT on an object store (``s3://…``), as ``jobs.ingest.stores`` tells them
+STORE_URL = re.compile(r"^([a-z][a-z0-9+.-]*)://", re.I)
+
 MEMORY_ENV = "KF_DRIVER_MEMORY"
 DEBUGGING = "spark.python.sql.dataFrameDebugging.enabled"  # (see get_session)
 MIN_DRIVER_MEMORY = 512 << 20  # Spark refuses a heap whose usable size is under 450 MiB (1.5 x its 300 MiB reserve)
@@ -333,11 +336,9 @@ def input_bytes(inputs: list[Path]) -> int:
     """Bytes of every regular file under ``inputs`` (archives as stored), before anything is read:
     what ``sized_confs`` sizes Spark by. Links are not followed, as discovery does not. An input
     on an object store (a URL) counts nothing here: its listing is discovery's."""
-    from jobs.ingest.stores import is_url
-
     total = 0
     for top in inputs:
-        if is_url(top):
+        if isinstance(top, str) and STORE_URL.match(top):  # (``jobs.ingest.stores.is_url``: the store below ingest)
             continue
         for root, _dirs, names in os.walk(top):
             for name in names:
