@@ -122,3 +122,24 @@ def test_a_healthy_lagging_follower_is_nothing(analyzed):
     doc, _ = analyzed
     assert [f for f in doc["findings"] if f["topic"] == "zk-ok"] == []
     assert {f["kind"] for f in doc["findings"]} == {"unclean_leader_election", "replica_divergence", "acked_data_loss", "truncation_below_hw"}
+
+
+def test_the_new_leaders_recovering_line_takes_the_epoch_it_starts_next(spark):
+    """``views.recovering_leaders``: the RECOVERING line names no epoch; the same file's next
+    become-leader line of the partition (a minute at most) does."""
+    from jobs.history.views import recovering_leaders
+    from parsers import broker_log
+
+    lines = [
+        "[Broker id=2] The topic partition ue-0 was marked as RECOVERING. Marking the topic partition as RECOVERED.",
+        "[Broker id=2] Leader other-0 with topic id Some(x) starts at leader epoch 7 from offset 0 with partition epoch 7, high "
+        "watermark 0, ISR [2], adding replicas [] and removing replicas [] . Previous leader Some(1) and previous leader epoch was 6.",
+        "[Broker id=2] Leader ue-0 with topic id Some(y) starts at leader epoch 2 from offset 300 with partition epoch 4, high "
+        "watermark 300, ISR [2], adding replicas [] and removing replicas [] . Previous leader Some(-1) and previous leader epoch was 1.",
+        "[Broker id=2] The topic partition lone-0 was marked as RECOVERING. Marking the topic partition as RECOVERED.",
+    ]
+    text = "".join(f"[2026-11-22 19:11:{16 + i:02d},317] INFO {m} (state.change.logger)\n" for i, m in enumerate(lines))
+    table = broker_log.parse(text.encode(), "node-2-state-change.log").table.to_pandas()
+    table["path"], table["broker"] = "node-2-state-change.log", 2
+    got = {r["topic"]: r["leader_epoch"] for r in recovering_leaders(spark.createDataFrame(table)).collect()}
+    assert got == {"ue": 2, "lone": None}

@@ -147,9 +147,10 @@ def unclean_election_findings(elections: list, log_unclean: list, lineage: list)
         for line in lines:
             if states_election(line) and (*key, line["leader_epoch"]) not in recorded:
                 stated[(*key, line["leader_epoch"], line["leader"])].append(line)
+    with_epoch = {(t, p, leader) for t, p, epoch, leader in stated if epoch is not None}
     for (topic, part, epoch, leader), lines in sorted(stated.items(), key=lambda kv: (kv[0][0], kv[0][1], kv[0][2] is None, kv[0][2] or 0)):
-        if (topic, part, epoch, leader) in {(*k[:2], None, k[3]) for k in stated if k[2] is not None} and epoch is None:
-            continue  # the new leader's line with no epoch, of an election another line names the epoch of
+        if epoch is None and (topic, part, leader) in with_epoch:
+            continue  # the new leader's line with no epoch, of an election another line names the epoch of: evidence there
         lines.sort(key=lambda r: (r["path"], r["line_no"]))
         start = starts.get((topic, part, epoch))
         t = min((ms(r["time"]) for r in lines if r["time"] is not None), default=None)
