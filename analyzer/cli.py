@@ -20,6 +20,7 @@ from typer import _click
 from jobs.errors import InputError
 from jobs.terminal import LogFormatter, escape
 
+from .choices import FAIL_ON, REPORT_FORMATS, SALVAGE_FORMATS, SQL_FORMATS
 from .cli_words import NativeCommand, NativeGroup
 
 app = typer.Typer(
@@ -44,6 +45,14 @@ def fail(message: str, code: int = 2) -> typer.Exit:
     """One clear line on stderr, exit 2 (the contract's 'bad usage or unusable input')."""
     say(message)
     return typer.Exit(code)
+
+
+def one_of(option: str, value: str, choices: tuple[str, ...]) -> None:
+    """Exit 2 with one line unless ``value`` is one of ``choices`` (``analyzer.choices``, the list
+    --help shows): checked here once, before any work, so no layer below checks it again."""
+    if value not in choices:
+        said = f"{', '.join(choices[:-1])} or {choices[-1]}" if len(choices) > 1 else choices[0]
+        raise fail(f"{option} must be {said}, not {value!r}")
 
 
 INTERNAL_ERROR = 3  # a bug of ours, not the user's input (0/1: verdict, 2: bad usage or input, 130: Ctrl-C)
@@ -94,7 +103,7 @@ OWN_PROCESS = False
 
 
 @contextlib.contextmanager
-def staged_run(out: Path) -> Iterator[None]:
+def writing(out: Path) -> Iterator[None]:
     """Run a command that writes DIR through Spark: unusable input is one line and exit 2, and
     Ctrl-C is one line saying what DIR holds now, and exit 130 (128 + SIGINT, as shells do);
     in the CLI's own process SIGTERM and SIGHUP get the same, with exit 143 and 129."""
@@ -118,7 +127,8 @@ def staged_run(out: Path) -> Iterator[None]:
 
 
 # Options shared by several commands, declared once. Each command says what its --out holds; the
-# --format choices differ (the command checks them: exit 2 with one line, not click's usage block).
+# --format choices differ (``analyzer.choices``; the command checks them with ``one_of``: exit 2
+# with one line, not click's usage block).
 def out_option(help: str) -> Any:
     return Annotated[Path, typer.Option("--out", metavar="DIR", help=help)]
 
@@ -134,15 +144,12 @@ Master = Annotated[str, typer.Option("--master", metavar="URL", help="Spark mast
 Remote = Annotated[str | None, typer.Option("--remote", metavar="sc://HOST:PORT", help="Run the Spark jobs on this Spark Connect "
                                             "server instead of --master (DIR and the inputs must be paths the server and its "
                                             "executors see).")]
-REPORT_FORMATS = ("text", "json", "html")  # analyzer.report.FORMATS (not imported here: pandas is slow to load)
-SQL_FORMATS = ("table", "json", "csv")  # analyzer.sql.FORMATS (not imported here: pyspark)
 ReportFormat = format_option(REPORT_FORMATS, "What to print: text (terminal summary), json (findings.json) or html "
                                              "(the path of DIR/report.html).")
 SqlFormat = format_option(SQL_FORMATS, "table, json (JSON Lines) or csv.")
-SALVAGE_FORMATS = ("text", "json")
 SalvageFormat = format_option(SALVAGE_FORMATS, "text: the summary line on stderr; json: the summary (out, records, findings, "
                                                "left_out) on stdout too.")
-FailOn = Annotated[str, typer.Option("--fail-on", metavar="error|warning|info",
+FailOn = Annotated[str, typer.Option("--fail-on", metavar="|".join(FAIL_ON),
                                      help="Exit 1 when a finding is at or above this severity.")]
 Quiet = Annotated[bool, typer.Option("--quiet", "-q", help="Only the result and errors: no progress bar, no log lines.")]
 Verbose = Annotated[bool, typer.Option("--verbose", "-v", help="Spark's own log lines too (its start-up warnings, WARN and above), "
@@ -181,7 +188,9 @@ def dump(
 
 @app.command(cls=Command)
 def ingest(
-    inputs: Annotated[list[Path], typer.Argument(metavar="INPUT", help="Folders of broker dirs, broker dirs, log dirs, or .tar/.tar.gz/.tgz/.tar.xz/.zip of them.")],
+    inputs: Annotated[list[str], typer.Argument(metavar="INPUT", help="Folders of broker dirs, broker dirs, log dirs, or .tar/.tar.gz/.tgz/.tar.xz/.zip of them; "
+                                                "local, or on an object store: s3://, gs://, abfs://, hdfs:// (credentials from the store's "
+                                                "standard chain).")],
     out: OutDir,
     master: Master = "local[*]",
     payloads: Annotated[bool, typer.Option("--payloads", help="Keep record keys and values in the records table (may hold personal data).")] = False,
@@ -197,8 +206,8 @@ def ingest(
 
     master = spark_target(master, remote)
     _log_to_stderr(quiet, verbose)
-    with staged_run(out):
-        result = run_ingest.run(inputs, out, master=master, payloads=payloads, progress=not quiet)
+    with writing(out):
+        result = run_ingest.run(input_args(inputs), out, master=master, payloads=payloads, progress=not quiet)
     print(f"{len(result.brokers)} brokers, {result.files} files, {result.rows.get('records', 0)} records, "
           f"{result.problems} problems -> {out}", file=sys.stderr)
 
@@ -222,8 +231,7 @@ def sql(
 
     from . import sql as sql_mod
 
-    if format not in sql_mod.FORMATS:
-        raise fail(f"--format must be one of {', '.join(sql_mod.FORMATS)}")
+    one_of("--format", format, SQL_FORMATS)
     master = spark_target(master, remote)
     _log_to_stderr(quiet, verbose)
     tables = None  # a one-shot read of DIR's tables needs no metastore (catalog.open_views), unless
@@ -276,6 +284,14 @@ def serve(
         raise fail(str(exc)) from None
     raise typer.Exit(code)
 
+def input_args(inputs: list[str]) -> list:
+    """INPUT arguments as the pipeline takes them: local paths, and store URLs kept as strings
+    (a ``Path`` would fold ``s3://b`` into ``s3:/b``)."""
+    from jobs.ingest.stores import input_arg
+
+    return [input_arg(raw) for raw in inputs]
+
+
 def spark_target(master: str, remote: str | None) -> str:
     """What the jobs run on: ``--remote``'s ``sc://`` URL (a Spark Connect server, which has its own
     master), else ``--master``. Both at once is bad usage."""
@@ -325,6 +341,10 @@ def report(
     """
     from .report import run_report
 
+    one_of("--format", format, REPORT_FORMATS)
+    one_of("--fail-on", fail_on, FAIL_ON)
+    if output is not None and format != "html":
+        raise fail(f"--output applies to --format html only, not {format}")
     try:
         code = run_report(out, format, sys.stdout, fail_on, output)
     except InputError as exc:  # ReportError
@@ -334,7 +354,8 @@ def report(
 
 @app.command(cls=Command)
 def analyze(
-    inputs: Annotated[list[Path], typer.Argument(metavar="INPUT", help="Collected broker dirs, log dirs or archives of them (several allowed).")],
+    inputs: Annotated[list[str], typer.Argument(metavar="INPUT", help="Collected broker dirs, log dirs or archives of them (several allowed); "
+                                                "local, or on an object store: s3://, gs://, abfs://, hdfs://.")],
     out: AnalyzeOutDir,
     format: ReportFormat = "text",
     master: Master = "local[*]",
@@ -348,15 +369,21 @@ def analyze(
 ) -> None:
     """The main command: ingest every broker, run the forensic jobs, write findings.json and report.html.
 
+    INPUT may be on an object store (s3://bucket/prefix, or an archive there): listed here, read in
+    ranges by the executors, credentials from the store's standard chain (for S3: AWS_ACCESS_KEY_ID...,
+    AWS_PROFILE or the instance role; AWS_ENDPOINT_URL for another endpoint), never written to DIR.
+
     Example: kafka-forensics analyze collected/ --out incident-42 --ledger acked.jsonl
     """
     from .analyze import Focus, run_analyze
 
+    one_of("--format", format, REPORT_FORMATS)
+    one_of("--fail-on", fail_on, FAIL_ON)
     master = spark_target(master, remote)
     _log_to_stderr(quiet, verbose)
     focus = Focus(tuple(topic or ()), tuple(partition or ())) if topic or partition else None
-    with staged_run(out):
-        code = run_analyze(inputs, out, fmt=format, ledger=ledger, master=master, fail_on=fail_on, progress=not quiet, focus=focus)
+    with writing(out):
+        code = run_analyze(input_args(inputs), out, fmt=format, ledger=ledger, master=master, fail_on=fail_on, progress=not quiet, focus=focus)
     raise typer.Exit(code)
 
 
@@ -412,8 +439,7 @@ def salvage(
     """
     from .salvage import run_salvage
 
-    if format not in SALVAGE_FORMATS:
-        raise fail(f"--format must be one of {', '.join(SALVAGE_FORMATS)}")
+    one_of("--format", format, SALVAGE_FORMATS)
     try:
         done = run_salvage(out, file, topic=topic, partition=partition)
     except InputError as exc:  # SalvageError
@@ -427,26 +453,38 @@ def salvage(
 @app.command(cls=Command)
 def collect(
     out: Annotated[Path | None, typer.Option("--out", metavar="FILE", help="Write the script to FILE (executable) instead of printing it.")] = None,
+    topic: Annotated[list[str] | None, typer.Option("--topic", metavar="GLOB", help="Only the topics matching GLOB (repeatable, e.g. 'orders*'); internal topics are always taken.")] = None,
+    partition: Annotated[list[int] | None, typer.Option("--partition", metavar="N", help="Only partition N of each topic (repeatable).")] = None,
+    since: Annotated[str | None, typer.Option("--since", metavar="TIME", help="Leave out the segments whose newest batch is older than TIME "
+                                              "(as Kafka's time retention would; the active segment is always kept): 2024-05-01T12:00:00Z "
+                                              "(UTC), 2024-05-01, epoch milliseconds, or 90m / 6h / 2d before the script runs.")] = None,
+    no_consumer_offsets: Annotated[bool, typer.Option("--no-consumer-offsets", help="Leave __consumer_offsets out (taken whole by default).")] = False,
     quiet: Quiet = False,
     verbose: Traceback = False,
 ) -> None:
     """Print the collector to run on each broker host: a POSIX sh script (no Python, no Java).
 
-    On each host: sh kafka-forensics-collect.sh [-l KAFKA_LOGS_DIR] [-o OUT_DIR] SERVER_PROPERTIES
+    On each host: sh kafka-forensics-collect.sh [-l KAFKA_LOGS_DIR] [-o OUT_DIR] [--topic GLOB]... [--partition N]... [--since TIME] [--no-consumer-offsets] SERVER_PROPERTIES
 
     It archives every log dir named by the properties (log.dirs, log.dir, metadata.log.dir), Kafka's server.log*, controller.log* and state-change.log* (from -l, $LOG_DIR or ../logs) and the properties with secrets redacted, staged by hard link or copy first so a live broker cannot tear the archive, and writes a SHA-256 manifest of every file and of the archive beside it.
 
+    Focused (--topic, --partition, --since, --no-consumer-offsets: written into the script, so every broker takes the same; the script also takes them on its command line): only those partitions and segments, but always every checkpoint, meta.properties, .kafka_cleanshutdown, the kept partitions' other files, and the internal topics whole (__cluster_metadata, __transaction_state, __remote_log_metadata, __consumer_offsets). COLLECT.txt and the manifest list what was left out and why; analyze reads a focused collection as focused.
+
     Then analyze the archives as they are: kafka-forensics analyze *.tar.gz --out incident
 
-    Example: kafka-forensics collect --out kafka-forensics-collect.sh
+    Example: kafka-forensics collect --topic 'orders*' --since 2024-05-01T12:00Z --out collect.sh
     """
     from . import collect as collect_mod
 
-    if out is None:
-        sys.stdout.write(collect_mod.script())
-        return
+    focus = collect_mod.CollectFocus(tuple(topic or ()), tuple(partition or ()), since, not no_consumer_offsets)
     try:
-        collect_mod.write(out)
+        text = collect_mod.script(focus)
+        if out is None:
+            sys.stdout.write(text)
+            return
+        collect_mod.write(out, focus)
+    except InputError as exc:  # CollectError: an option the script would refuse
+        raise fail(str(exc)) from None
     except OSError as exc:  # the FILE the user named
         raise fail(f"{out}: {exc.strerror or exc}") from None
     if not quiet:

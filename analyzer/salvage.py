@@ -26,6 +26,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from jobs.errors import InputError
+from jobs.ingest.stores import StoreBytes, input_arg, is_url, listed_bytes
 from parsers import segment
 from parsers.common import FileBytes
 from parsers.default_records import record_headers
@@ -98,18 +99,19 @@ def input_files(doc: dict, work: Path) -> dict[str, str]:
     if not paths:
         raise SalvageError("findings.json names no input paths: cannot re-read the records")
     try:
-        found = discover_inputs([Path(p) for p in paths], work)
+        found = discover_inputs([input_arg(p) for p in paths], work)
     except (OSError, InputError) as exc:  # moved, deleted, no log dir any more
         raise SalvageError(f"inputs of the analysis: {exc}") from None
     return {f.path: f.abs_path for f in found.files}
 
 
-def verified(row: dict, where: dict[str, str]) -> FileBytes:
-    """The file, opened read-only, when it still has the size and SHA-256 the files table recorded."""
+def verified(row: dict, where: dict[str, str]) -> FileBytes | StoreBytes:
+    """The file, opened read-only, when it still has the size and SHA-256 the files table recorded
+    (an object on a store as well: read whole, in one ranged GET)."""
     rel = row["path"]
     if rel not in where:
         raise SalvageError(f"{rel}: no longer in the inputs; salvage re-reads the files it analyzed")
-    fb = FileBytes(where[rel])
+    fb = listed_bytes(where[rel])
     size = len(fb.data)
     if size != row["size"] or row["sha256"] is None or hashlib.sha256(fb.data).hexdigest() != row["sha256"]:
         fb.close()
@@ -201,7 +203,8 @@ def check_destination(dest: str, where: dict[str, str], doc: dict) -> Path:
     if out.is_dir():
         raise SalvageError(f"--out {dest}: a directory; name a FILE")
     real = os.path.realpath(out)
-    roots = [os.path.realpath(p) for p in (doc.get("input") or {}).get("paths") or []]
+    roots = [os.path.realpath(p) for p in (doc.get("input") or {}).get("paths") or [] if not is_url(p)]
+    where = {k: v for k, v in where.items() if not is_url(v)}
     if real in {os.path.realpath(p) for p in where.values()} or any(real == r or real.startswith(r + os.sep) for r in roots):
         raise SalvageError(f"--out {dest}: inside the inputs; evidence is never written, choose a FILE elsewhere")
     return out

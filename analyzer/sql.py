@@ -16,7 +16,6 @@ from pyspark.sql import types as T
 from jobs.errors import InputError
 from jobs.terminal import CONTROLS, escape
 
-FORMATS = ("table", "json", "csv")
 HISTORY = Path(os.environ.get("KF_SQL_HISTORY", Path.home() / ".kafka_forensics_sql_history"))
 MAX_TABLE_ROWS = 10_000
 
@@ -26,8 +25,8 @@ class QueryError(InputError):
 
 
 def emit(df: DataFrame, fmt: str, out: TextIO | None = None) -> int:
-    """Print ``df`` as a text table, JSON Lines or CSV (to ``out``, default the current stdout);
-    returns the row count."""
+    """Print ``df`` as a text table, JSON Lines or CSV (``choices.SQL_FORMATS``; to ``out``, default
+    the current stdout); returns the row count."""
     out = out or sys.stdout  # (looked up per call: a default bound at import keeps a replaced stdout)
     if fmt == "json":
         n = 0

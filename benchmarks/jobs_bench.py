@@ -79,7 +79,7 @@ def main() -> None:
         ap.error("--conf takes KEY=VALUE")
 
     from jobs.findings import run as forensics
-    from jobs.ingest.run import staged_ingest
+    from jobs.ingest.run import staged_run
     from jobs.store.spark import get_session, input_bytes
 
     size = input_bytes(args.inputs)
@@ -92,7 +92,7 @@ def main() -> None:
     passes = []
     with tempfile.TemporaryDirectory(prefix="kf-jobs-bench-") as tmp:
         t = time.monotonic()
-        with staged_ingest(args.inputs, Path(tmp) / "out", progress=False, spark=spark, register=False) as staged:
+        with staged_run(args.inputs, Path(tmp) / "out", progress=False, spark=spark, register=False) as staged:
             ingest = time.monotonic() - t
             for _ in range(args.repeat):
                 clock = StageClock(spark)

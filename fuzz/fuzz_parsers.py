@@ -7,8 +7,8 @@ Seeds: the golden files (good and damaged), the found fixtures, and files the wr
 (v2 segments of every codec, transactional and control batches, v0/v1 message sets of every
 legacy codec, indexes, checkpoints, producer snapshots, properties); segment seeds are cut to a
 few KB of whole batches (a parse costs per byte). The ``__consumer_offsets``,
-``__transaction_state``, ``__cluster_metadata`` and ``__remote_log_metadata`` decoders get one record per input (control
-type, key and value, ``encode_record``) through their ``decode_records``. A mutant is a seed put
+``__transaction_state``, ``__share_group_state``, ``__cluster_metadata`` and ``__remote_log_metadata``
+decoders get one record per input (control type, key and value, ``encode_record``) through their ``decode_records``. A mutant is a seed put
 through a few structure-aware mutations (bit flips, byte sets, truncations, splices, length-field
 edits, zero fills, number swaps in text) and, half the time, its batch CRCs recomputed so the
 mutant gets past the CRC into record decoding and decompression.
@@ -64,6 +64,7 @@ MAX_RECORD_SEEDS = 64
 DECODER_TOPICS = {
     "consumer_offsets": "__consumer_offsets",
     "transaction_state": "__transaction_state",
+    "share_group_state": "__share_group_state",
     "metadata_records": "__cluster_metadata",
     "remote_log_metadata": "__remote_log_metadata",
 }
@@ -270,6 +271,11 @@ def record_seeds(topic: str) -> list[bytes]:
         from sample_data.writer.remote_log_metadata import every_kind  # no fixture holds tiered storage
 
         out += [encode_record(None, None, v) for v in every_kind(1)]
+    if topic in ("__consumer_offsets", "__share_group_state"):  # Kafka 4's group records: no fixture holds them
+        from sample_data.writer.coordinator_records import every_offsets_kind, every_share_state_kind
+
+        made = every_offsets_kind(1) if topic == "__consumer_offsets" else every_share_state_kind(1)
+        out += [encode_record(None, r.key, r.value) for r in made]
     out = list(dict.fromkeys(out))
     return random.Random(topic).sample(out, MAX_RECORD_SEEDS) if len(out) > MAX_RECORD_SEEDS else out
 
@@ -490,6 +496,7 @@ def _decoder(kind: str) -> tuple[Callable, pa.Schema]:
     schema = {
         "consumer_offsets": "CONSUMER_OFFSETS_SCHEMA",
         "transaction_state": "TRANSACTIONS_SCHEMA",
+        "share_group_state": "SHARE_GROUP_STATE_SCHEMA",
         "metadata_records": "METADATA_RECORDS_SCHEMA",
         "remote_log_metadata": "REMOTE_SEGMENTS_SCHEMA",
     }[kind]

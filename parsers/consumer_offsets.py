@@ -1,21 +1,25 @@
 """``__consumer_offsets`` records: who committed which offset, and what each group looked like.
 
-Every record of the group coordinator's topic is ``key = int16 version + message`` and
-``value = int16 version + message`` (``MessageUtil.toVersionPrefixedBytes``); the *key* version says
-what the record is, the value version how that kind evolved:
+Every record of the group coordinator's topic is ``key = int16 type + key message`` and
+``value = int16 version + value message`` (``CoordinatorRecordSerde``); the key's int16 (the "key
+version" before Kafka 4, the record type since) says what the record is, the value version how
+that kind evolved. ``group_coordinator_records`` lists every type Kafka 4.1.1 defines:
 
-    key 0, 1  OffsetCommitKey (group, topic, partition)          -> OffsetCommitValue v0-v4
-    key 2     GroupMetadataKey (group)                           -> GroupMetadataValue v0-v4
-    key 3-8   KIP-848 consumer-group records (GroupId [, MemberId])
-    key 9-15  KIP-932 share-group records (as of Kafka trunk, October 2024)
-    value null                                                   -> tombstone (offset deleted / group gone)
+    type 0, 1  OffsetCommitKey (group, topic, partition)     -> OffsetCommitValue v0-v4
+    type 2     GroupMetadataKey (group)                      -> GroupMetadataValue v0-v4 (classic groups)
+    type 3-8, 16   KIP-848 consumer-group records (GroupId [, MemberId | RegularExpression])
+    type 10-15     KIP-932 share-group records (GroupId [, MemberId])
+    type 17, 19-23 KIP-1071 streams-group records (GroupId [, MemberId])
+    value null                                               -> tombstone (offset deleted / group gone)
 
-Field layouts come from Kafka's message definitions (``group-coordinator/.../common/message/``);
-``GroupMetadataManager.readMessageKey``/``readOffsetMessageValue``/``readGroupMessageValue`` give the
-version dispatch. v4 of both values is the first flexible version (compact strings, tagged fields),
-which Kafka reads but did not write before 4.0. Why this table exists: the offsets a group last
-committed, and when, are evidence of what a consumer had processed before an incident; the group
-records show who was in the group (member, client id, host) and at which generation.
+Field layouts come from Kafka's message definitions (``group-coordinator/.../common/message/``).
+v4 of OffsetCommitValue and GroupMetadataValue is their first flexible version (compact strings,
+tagged fields): Kafka 4 writes offset commits at v4 (v1 when the commit carries an expiry), with
+the committed topic's id in tagged field 0. Every KIP-848/932/1071 value has one version, 0,
+flexible. Why this table exists: the offsets a group last committed, and when, are evidence of
+what a consumer had processed before an incident, whichever protocol the group speaks (a KIP-848
+consumer group commits with the same OffsetCommit records as a classic one); the group records
+show who was in the group (member, client id, host) and at which generation or epoch.
 
 Choices, each so that a value means what Kafka means by it:
   * ``committed_leader_epoch``, ``expire_timestamp``, ``current_state_timestamp`` are null where Kafka
@@ -24,11 +28,17 @@ Choices, each so that a value means what Kafka means by it:
     likewise).
   * Member subscription and assignment bytes are kept as sizes only (``member_details``): they may
     name topics a client was not meant to see, and their layout belongs to the client's protocol.
-  * KIP-848/KIP-932 records (keys 3-15): the key is decoded (group, member id), the value is kept
-    raw (its version and hex); ``record_type`` names the kind.
-  * Unknown key or value versions (a newer Kafka) are not damage: ``error`` says so and ``raw_hex``
-    keeps the bytes, with no problem row. Bytes that cannot be read at their stated version are
-    damage: ``error``, ``raw_hex`` and an ``invalid_record`` problem at the record's position.
+    The same for a KIP-848 member that still speaks the classic protocol (``ClassicMemberMetadata``:
+    its protocols' metadata is ``metadataSize`` in ``data_json``).
+  * KIP-848/932/1071 records: the key gives ``group`` and ``member_id``, the value its ``epoch``
+    (group, assignment, member or topology epoch), a member's client id/host/instance id in
+    ``member_details``, and all of it in ``data_json``, Kafka's JSON of the value (what
+    ``kafka-dump-log --offsets-decoder`` prints as its ``data``); ``group_type`` names the protocol.
+  * Unknown record types (Kafka 4.1's loader skips them: 4.0's early-access share-group partition
+    metadata, type 9, or a newer Kafka's) and unknown value versions (its loader fails; a newer
+    Kafka) are not damage: ``error`` says so and ``raw_hex`` keeps the bytes, with no problem row.
+    Bytes that cannot be read at their stated version are damage: ``error``, ``raw_hex`` and an
+    ``invalid_record`` problem at the record's position.
   * Bytes after a complete message are ignored by Kafka's reader; we decode the message and say so
     in ``error`` (no problem row: Kafka would load the record).
 """
@@ -38,7 +48,8 @@ from __future__ import annotations
 import pyarrow as pa
 
 from .common import Problem
-from .kafka_messages import F, Message, MessageError, decode
+from .group_coordinator_records import EPOCH_FIELD, RECORD_TYPES
+from .kafka_messages import MessageError, decode, to_json
 
 RAW_HEX_CAP = 256  # bytes of key and of value kept in raw_hex
 INVALID_RECORD = "invalid_record"
@@ -81,88 +92,15 @@ CONSUMER_OFFSETS_SCHEMA = pa.schema(
         pa.field("current_state_timestamp", pa.int64()),  # ms, value v2+
         pa.field("members", pa.int32()),
         pa.field("member_details", pa.list_(MEMBER_TYPE)),
+        pa.field("group_type", pa.string()),  # classic | consumer | share | streams; null for an offset commit
+        pa.field("topic_id", pa.string()),  # the committed topic's id (OffsetCommitValue v4, Kafka 4)
+        pa.field("epoch", pa.int32()),  # KIP-848/932/1071: group, assignment, member or topology epoch
+        pa.field("regular_expression", pa.string()),  # ConsumerGroupRegularExpression's key
+        pa.field("data_json", pa.string()),  # KIP-848/932/1071 values as Kafka's JSON (kafka-dump-log's "data")
         pa.field("error", pa.string()),
         pa.field("raw_hex", pa.string()),
     ]
 )
-
-# ---------------------------------------------------------------- message specs (Kafka's JSON, in Python)
-
-OFFSET_COMMIT_KEY = Message(
-    "OffsetCommitKey",
-    valid="0-1",
-    fields=[F("group", "string"), F("topic", "string"), F("partition", "int32")],
-)
-GROUP_METADATA_KEY = Message("GroupMetadataKey", valid="2", fields=[F("group", "string")])
-OFFSET_COMMIT_VALUE = Message(
-    "OffsetCommitValue",
-    flexible="4+",
-    valid="0-4",
-    fields=[
-        F("offset", "int64"),
-        F("leaderEpoch", "int32", versions="3+", default=-1),
-        F("metadata", "string"),
-        F("commitTimestamp", "int64"),
-        F("expireTimestamp", "int64", versions="1", default=-1),
-    ],
-)
-GROUP_METADATA_VALUE = Message(
-    "GroupMetadataValue",
-    flexible="4+",
-    valid="0-4",
-    fields=[
-        F("protocolType", "string"),
-        F("generation", "int32"),
-        F("protocol", "string", nullable="0+"),
-        F("leader", "string", nullable="0+"),
-        F("currentStateTimestamp", "int64", versions="2+", default=-1),
-        F(
-            "members",
-            "[]",
-            fields=[
-                F("memberId", "string"),
-                F("groupInstanceId", "string", versions="3+", nullable="3+", default=None),
-                F("clientId", "string"),
-                F("clientHost", "string"),
-                F("rebalanceTimeout", "int32", versions="1+", default=-1),
-                F("sessionTimeout", "int32"),
-                F("subscription", "bytes"),
-                F("assignment", "bytes"),
-            ],
-        ),
-    ],
-)
-
-
-def _group_key(version: int, member: bool) -> Message:
-    fields = [F("GroupId", "string")] + ([F("MemberId", "string")] if member else [])
-    return Message(f"key{version}", valid=str(version), fields=fields)
-
-
-# key version -> (record_type, key spec); keys 3+ follow the group coordinator's record types
-_KIP_KEYS = {
-    3: ("consumer_group_metadata", False),
-    4: ("consumer_group_partition_metadata", False),
-    5: ("consumer_group_member_metadata", True),
-    6: ("consumer_group_target_assignment_metadata", False),
-    7: ("consumer_group_target_assignment_member", True),
-    8: ("consumer_group_current_member_assignment", True),
-    9: ("share_group_partition_metadata", False),
-    10: ("share_group_member_metadata", True),
-    11: ("share_group_metadata", False),
-    12: ("share_group_target_assignment_metadata", False),
-    13: ("share_group_target_assignment_member", True),
-    14: ("share_group_current_member_assignment", True),
-    15: ("share_group_state_partition_metadata", False),
-}
-KEYS: dict[int, tuple[str, Message]] = {
-    0: ("offset_commit", OFFSET_COMMIT_KEY),
-    1: ("offset_commit", OFFSET_COMMIT_KEY),
-    2: ("group_metadata", GROUP_METADATA_KEY),
-    **{v: (name, _group_key(v, member)) for v, (name, member) in _KIP_KEYS.items()},
-}
-VALUES: dict[str, Message] = {"offset_commit": OFFSET_COMMIT_VALUE, "group_metadata": GROUP_METADATA_VALUE}
-
 
 # ---------------------------------------------------------------- helpers shared with transaction_state.py
 
@@ -203,39 +141,74 @@ def record_position(records: pa.Table) -> list[int]:
 # ---------------------------------------------------------------- decoding
 
 
-def _decode_value(row: dict, record_type: str, value: bytes) -> str | None:
-    """Fill ``row`` from an OffsetCommitValue or GroupMetadataValue; returns a trailing-bytes note."""
+def _offset_commit(row: dict, data: dict) -> None:
+    row["committed_offset"] = data["offset"]
+    row["committed_leader_epoch"] = none_if(data.get("leaderEpoch"))
+    row["metadata"] = data["metadata"]
+    row["commit_timestamp"] = data["commitTimestamp"]
+    row["expire_timestamp"] = none_if(data.get("expireTimestamp"))
+    if data.get("topicId") is not None:  # written only when not the zero uuid (v4, Kafka 4)
+        row["topic_id"] = data["topicId"]
+
+
+def _group_metadata(row: dict, data: dict) -> None:
+    row["protocol_type"] = data["protocolType"]
+    row["generation"] = data["generation"]
+    row["protocol"] = data["protocol"]
+    row["leader"] = data["leader"]
+    row["current_state_timestamp"] = none_if(data.get("currentStateTimestamp"))
+    members = data["members"]
+    row["members"] = len(members)
+    row["member_details"] = [
+        {
+            "member_id": m["memberId"],
+            "group_instance_id": m.get("groupInstanceId"),
+            "client_id": m["clientId"],
+            "client_host": m["clientHost"],
+            "rebalance_timeout_ms": m.get("rebalanceTimeout"),
+            "session_timeout_ms": m["sessionTimeout"],
+            "subscription_size": b64_size(m["subscription"]),
+            "assignment_size": b64_size(m["assignment"]),
+        }
+        for m in members
+    ]
+
+
+def _group_record(row: dict, record_type: int, data: dict) -> None:
+    """A KIP-848/932/1071 value: its epoch and member columns, and the whole value as Kafka's JSON.
+    A classic member's protocol metadata (its subscription, ``ClassicMemberMetadata``) is kept as
+    a size, as GroupMetadataValue's subscriptions are."""
+    field = EPOCH_FIELD.get(record_type)
+    if field is not None:
+        row["epoch"] = data[field]
+    if "clientId" in data:  # a member's metadata
+        classic = data.get("classicMemberMetadata")
+        if classic is not None:
+            for p in classic["supportedProtocols"]:
+                p["metadataSize"] = b64_size(p.pop("metadata"))
+        row["member_details"] = [{
+            "member_id": row["member_id"],
+            "group_instance_id": data.get("instanceId"),
+            "client_id": data["clientId"],
+            "client_host": data["clientHost"],
+            "rebalance_timeout_ms": data.get("rebalanceTimeoutMs"),
+            "session_timeout_ms": classic["sessionTimeoutMs"] if classic is not None else None,
+        }]  # fmt: skip
+    row["data_json"] = to_json(data)
+
+
+def _decode_value(row: dict, record_type: int, spec, value: bytes) -> str | None:
+    """Fill ``row`` from the record's value; returns a trailing-bytes note."""
     version = row["value_version"]
-    data, end = decode(VALUES[record_type], value, version, pos=2)
-    if record_type == "offset_commit":
-        row["committed_offset"] = data["offset"]
-        row["committed_leader_epoch"] = none_if(data.get("leaderEpoch"))
-        row["metadata"] = data["metadata"]
-        row["commit_timestamp"] = data["commitTimestamp"]
-        row["expire_timestamp"] = none_if(data.get("expireTimestamp"))
+    data, end = decode(spec, value, version, pos=2)
+    if record_type in (0, 1):
+        _offset_commit(row, data)
+    elif record_type == 2:
+        _group_metadata(row, data)
     else:
-        row["protocol_type"] = data["protocolType"]
-        row["generation"] = data["generation"]
-        row["protocol"] = data["protocol"]
-        row["leader"] = data["leader"]
-        row["current_state_timestamp"] = none_if(data.get("currentStateTimestamp"))
-        members = data["members"]
-        row["members"] = len(members)
-        row["member_details"] = [
-            {
-                "member_id": m["memberId"],
-                "group_instance_id": m.get("groupInstanceId"),
-                "client_id": m["clientId"],
-                "client_host": m["clientHost"],
-                "rebalance_timeout_ms": m.get("rebalanceTimeout"),
-                "session_timeout_ms": m["sessionTimeout"],
-                "subscription_size": b64_size(m["subscription"]),
-                "assignment_size": b64_size(m["assignment"]),
-            }
-            for m in members
-        ]
+        _group_record(row, record_type, data)
     if end < len(value):
-        return f"{len(value) - end} bytes after {VALUES[record_type].name} v{version} (Kafka ignores them)"
+        return f"{len(value) - end} bytes after {spec.name} v{version} (Kafka ignores them)"
     return None
 
 
@@ -248,52 +221,50 @@ def decode_record(key: bytes | None, value: bytes | None) -> tuple[dict, str | N
         return row, row["error"]
     kv = version_prefix(key)
     row["key_version"] = kv
-    known = KEYS.get(kv) if kv is not None else None
     if kv is None:
         row["error"] = f"key of {len(key)} bytes has no version"
         row["raw_hex"] = raw_hex(key, value)
         return row, row["error"]
     if value is not None:
         row["value_version"] = version_prefix(value)
-    if known is None:
-        row["error"] = f"unknown key version {kv}"
+    known = RECORD_TYPES.get(kv)
+    if known is None:  # Kafka 4.1's loader skips an unknown record type
+        row["error"] = f"unknown record type (key version) {kv}"
         row["raw_hex"] = raw_hex(key, value)
         return row, None
-    record_type, key_spec = known
-    row["record_type"] = record_type
+    row["record_type"] = known.name
+    row["group_type"] = known.group_type
     try:
-        k, kend = decode(key_spec, key, kv, pos=2)
+        k, kend = decode(known.key, key, 0, pos=2)  # a key has one version (0), whatever its type
     except MessageError as e:
-        row["error"] = f"{key_spec.name} v{kv}: {e}"
+        row["error"] = f"{known.key.name}: {e}"
         row["raw_hex"] = raw_hex(key, value)
         return row, row["error"]
     row["group"] = k.get("group", k.get("groupId"))
     row["member_id"] = k.get("memberId")
     row["topic"] = k.get("topic")
     row["partition"] = k.get("partition")
+    row["regular_expression"] = k.get("regularExpression")
     notes = [f"{len(key) - kend} bytes after the key (Kafka ignores them)"] if kend < len(key) else []
     if value is not None:
         vv = row["value_version"]
-        spec = VALUES.get(record_type)
+        spec = known.value
         if vv is None:
             row["error"] = f"value of {len(value)} bytes has no version"
             row["raw_hex"] = raw_hex(key, value)
             return row, row["error"]
-        if spec is None:
-            row["raw_hex"] = raw_hex(None, value)  # value layout not decoded (KIP-848/932 records)
-        elif not spec.supports(vv):
+        if not spec.supports(vv):
             row["error"] = f"unknown {spec.name} version {vv}"
             row["raw_hex"] = raw_hex(key, value)
             return row, None
-        else:
-            try:
-                note = _decode_value(row, record_type, value)
-            except MessageError as e:
-                row["error"] = f"{spec.name} v{vv}: {e}"
-                row["raw_hex"] = raw_hex(key, value)
-                return row, row["error"]
-            if note:
-                notes.append(note)
+        try:
+            note = _decode_value(row, kv, spec, value)
+        except MessageError as e:
+            row["error"] = f"{spec.name} v{vv}: {e}"
+            row["raw_hex"] = raw_hex(key, value)
+            return row, row["error"]
+        if note:
+            notes.append(note)
     if notes:
         row["error"] = "; ".join(notes)
     return row, None

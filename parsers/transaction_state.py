@@ -6,8 +6,16 @@
           TransactionPartitions nullable [Topic string, PartitionIds []int32],
           TransactionLastUpdateTimestampMs int64, TransactionStartTimestampMs int64
       v1: the same, flexible (compact strings and arrays, tagged fields), with tagged
-          PreviousProducerId (tag 0), NextProducerId (tag 1), ClientTransactionVersion (tag 2)
-          (KIP-890; ``transaction-coordinator/src/main/resources/common/message/TransactionLog*.json``)
+          PreviousProducerId (tag 0), NextProducerId (tag 1), ClientTransactionVersion (tag 2),
+          NextProducerEpoch (tag 3)
+          (KIP-890, KIP-939; ``transaction-coordinator/src/main/resources/common/message/TransactionLog*.json``)
+
+Which Kafka writes what (``TransactionLog.valueToBytes``): v0 while the cluster's
+``transaction.version`` feature is 0, v1 from level 1 on, for every transactional id whatever its
+client. Kafka 4.0-4.3 set only ClientTransactionVersion among the tags (written when not 0: a
+transactions-v2 client's 2); 4.4 (KAFKA-20310) also writes PreviousProducerId (the producer id
+before the transition, so nearly always) and NextProducerId (the id allocated when the epoch is
+exhausted, on PrepareCommit/PrepareAbort). No Kafka up to 4.4 writes NextProducerEpoch yet.
 
 Why: the coordinator's log says which transactions were open, on which partitions, since when,
 and how they ended (PrepareCommit/CompleteCommit, PrepareAbort/CompleteAbort, a fenced epoch), the
@@ -19,8 +27,12 @@ Choices:
     Kafka's ``TransactionLog.readTxnRecordValue`` ignores the partitions of an ``Empty`` transaction
     when it loads them; we keep what the bytes say. Null partitions in any other state make Kafka's
     loader fail (a NullPointerException): that is an ``invalid_record`` problem here.
-  * Tagged fields (``previous_producer_id``, ``next_producer_id``, ``client_transaction_version``)
-    are null when not written (Kafka then uses -1, -1, 0).
+  * Tagged fields (``previous_producer_id``, ``next_producer_id``, ``next_producer_epoch``,
+    ``client_transaction_version``) are null when not written (Kafka then uses -1, -1, -1, 0).
+  * Transactions v2 (KIP-890 part 2): the coordinator bumps the epoch at every PrepareCommit /
+    PrepareAbort (the markers carry that epoch); at an exhausted epoch (32766) the Prepare record
+    holds epoch 32767 and the old id, and the Complete record the new id at epoch 0
+    (``TransactionMetadata.prepareComplete``): the table shows them as written.
   * ``status_name`` follows ``TransactionState``; a status Kafka does not know (it throws on load)
     leaves ``status_name`` null and says so in ``error`` with an ``invalid_record`` problem.
   * Unknown key/value versions keep raw hex with no problem row (a newer Kafka); unreadable bytes
@@ -67,6 +79,7 @@ TRANSACTIONS_SCHEMA = pa.schema(
         pa.field("start_ms", pa.int64()),
         pa.field("previous_producer_id", pa.int64()),  # tagged, v1+
         pa.field("next_producer_id", pa.int64()),  # tagged, v1+
+        pa.field("next_producer_epoch", pa.int16()),  # tagged, v1+
         pa.field("client_transaction_version", pa.int16()),  # tagged, v1+
         pa.field("error", pa.string()),
         pa.field("raw_hex", pa.string()),
@@ -83,6 +96,7 @@ TRANSACTION_LOG_VALUE = Message(
         F("PreviousProducerId", "int64", versions="1+", tagged="1+", tag=0, default=None),
         F("NextProducerId", "int64", versions="1+", tagged="1+", tag=1, default=None),
         F("ProducerEpoch", "int16"),
+        F("NextProducerEpoch", "int16", versions="1+", tagged="1+", tag=3, default=None),
         F("TransactionTimeoutMs", "int32"),
         F("TransactionStatus", "int8"),
         F(
@@ -106,6 +120,7 @@ _COLUMNS = {
     "transactionStartTimestampMs": "start_ms",
     "previousProducerId": "previous_producer_id",
     "nextProducerId": "next_producer_id",
+    "nextProducerEpoch": "next_producer_epoch",
     "clientTransactionVersion": "client_transaction_version",
 }
 

@@ -17,6 +17,7 @@ from pathlib import Path
 from parsers.codecs import CODEC_NAMES
 from sample_data.sim.cluster import LAG_TIME_MAX_MS, Cluster, Size
 from sample_data.sim.materialize import materialize
+from sample_data.sim.transactions import MAX_EPOCH, TransactionalProducer, TransactionCoordinator
 from sample_data.sim.truth import expected_findings, must_not_report, replica_summary
 
 REPLICATE_ROUNDS = 3  # data, then the HW moves on the leader, then the followers learn it
@@ -118,13 +119,24 @@ def kip_101_safe(c: Cluster, size: Size) -> str:
 
 def unclean_election(c: Cluster, size: Size) -> str:
     c.create_topic("ue", size.partitions, _rf(size), min_isr=1)
+    c.join_group("ue-app", "consumer", "ue", [0])  # a KIP-848 consumer group
+    c.join_group("ue-share", "share", "ue", [0])  # a KIP-932 share group
     _produce(c, "ue", size, _frac(size, 0.4), acks="1")
+    c.fetch(REPLICATE_ROUNDS)
+    first = c.replica(1, "ue", 0).leo
+    c.commit_offset("ue-app", "ue", 0, first // 2)
+    c.share_acknowledge("ue-share", "ue", 0, first // 2)
     c.fetch(REPLICATE_ROUNDS)
     followers = [b for b in c.part("ue", 0).replicas if b != 1]
     for b in followers:
         c.crash(b)
     c.advance(LAG_TIME_MAX_MS + 1_000)  # the ISR shrinks to the leader
     _produce(c, "ue", size, _frac(size, 0.3), acks="1")
+    acked = c.replica(1, "ue", 0).leo
+    # both groups read past the records only the leader holds: the consumer group commits, the
+    # share group acknowledges every record below its new start offset (a ShareSnapshot)
+    c.commit_offset("ue-app", "ue", 0, first + (acked - first) // 3)
+    c.share_acknowledge("ue-share", "ue", 0, acked, snapshot=True)
     c.advance(6_000)
     c.crash(1)
     if not followers:
@@ -144,7 +156,9 @@ def unclean_election(c: Cluster, size: Size) -> str:
     return (
         "acks=1: the followers were killed, the lone leader acked more records, then died; a follower was elected "
         "uncleanly (out of the ISR) and took new writes; the old leader came back and truncated its acked records away. "
-        "The replicas are identical now, but the records acked by the old leader alone are gone."
+        "The replicas are identical now, but the records acked by the old leader alone are gone, and two Kafka 4 groups "
+        "had consumed some of them: a KIP-848 consumer group committed inside the lost range and a share group acknowledged "
+        "all of it (its share-partition start offset is past the new leader's log end)."
     )
 
 
@@ -275,6 +289,8 @@ def benign_mix(c: Cluster, size: Size) -> str:
     c.create_topic("bm", size.partitions, rf, min_isr=1)
     c.create_topic("bm-compact", 1, rf, min_isr=1, compacted=True)
     c.create_topic("bm-txn", 1, rf, min_isr=1)
+    for group, kind in (("bm-app", "consumer"), ("bm-share", "share"), ("bm-streams", "streams")):
+        c.join_group(group, kind, "bm", [0])  # Kafka 4 groups: KIP-848, KIP-932, KIP-1071
     _produce(c, "bm", size, _frac(size, 0.5))
     keys = [f"key-{i}".encode() for i in range(max(2, size.records // 20))]
     c.produce("bm-compact", 0, _frac(size, 0.5), batch_records=1, value_bytes=size.value_bytes, keys=keys)
@@ -301,6 +317,12 @@ def benign_mix(c: Cluster, size: Size) -> str:
             c.elect("bm", p, part.replicas[0])
     _produce(c, "bm", size, _frac(size, 0.3))
     c.fetch(REPLICATE_ROUNDS)
+    hw = c.replica(c.part("bm", 0).leader, "bm", 0).hw  # the groups read up to the HW, never past it
+    c.commit_offset("bm-app", "bm", 0, hw)
+    c.commit_offset("bm-streams", "bm", 0, hw - 1)
+    c.share_acknowledge("bm-share", "bm", 0, hw - size.batch_records)
+    c.share_acknowledge("bm-share", "bm", 0, hw, snapshot=True)
+    c.fetch(REPLICATE_ROUNDS)
     c.advance(6_000)
     _produce(c, "bm", size, size.batch_records)
     c.fetch(1)
@@ -311,9 +333,109 @@ def benign_mix(c: Cluster, size: Size) -> str:
     return (
         "Everything here is benign: a compacted topic with cleaner gaps, a committed and an aborted transaction with "
         "their markers, retention and deleteRecords moving the log start, leader epochs that hold no records, followers lagging "
-        "above the HW, and broker 3 killed at the end, just after a roll (stale checkpoints, preallocated indexes, a 0-byte "
+        "above the HW, KIP-848, share and streams groups committing and acknowledging up to the HW, and broker 3 killed at the "
+        "end, just after a roll (stale checkpoints, preallocated indexes, a 0-byte "
         "active segment and snapshot): only its "
         "unclean_shutdown (info) is a finding."
+    )
+
+
+def tv2_transactions(c: Cluster, topic: str, p: TransactionalProducer, size: Size, n: int, *, abort_every: int = 0) -> None:
+    """``n`` transactions of ``p`` on ``topic``-0, two batches each, every ``abort_every``-th aborted
+    (0: none), each replicated before it ends (acks=all)."""
+    for i in range(n):
+        p.send(topic, 0, size.batch_records * 2, batch_records=size.batch_records, value_bytes=size.value_bytes)
+        c.fetch(REPLICATE_ROUNDS)
+        if abort_every and (i + 1) % abort_every == 0:
+            p.abort()
+        else:
+            p.commit()
+        c.fetch(REPLICATE_ROUNDS)
+
+
+def transactions_v2_upgrade_story(c: Cluster, coord: TransactionCoordinator, size: Size, topic: str = "payments") -> None:
+    """Transactions v2 on a healthy cluster through a ``transaction.version`` upgrade (``coord``
+    created at level 0), on ``topic``-0: the building block of a Kafka 4 benign collection."""
+    rf, isr = _rf(size), min(2, size.brokers)
+    c.create_topic(topic, 1, rf, min_isr=isr)
+    # an exactly-once sink re-initialises its producer at every checkpoint: InitProducerId bumped
+    # its epoch ~32,000 times before this story (what compaction left of that: one record)
+    sink = coord.resumed_producer(f"{topic}-sink", coord.generate_producer_id(), MAX_EPOCH - 9)
+    rdkafka = coord.producer(f"{topic}-rdkafka", supports_tv2=False)  # librdkafka 2.x: never transactions v2
+    for _ in range(2):  # transaction.version 0: v0 records, one epoch per producer, sequences running on
+        tv2_transactions(c, topic, sink, size, 1)
+        tv2_transactions(c, topic, rdkafka, size, 2, abort_every=2)
+    coord.upgrade(2)  # v1 records from here; each Java client bumps its epoch once, then one per transaction
+    fresh = coord.producer(f"{topic}-java4")  # a new Java 4 client, transactions v2 from its first transaction
+    for k in range(4):  # the sink runs out of epochs: its id hands over to a new one, mid-stream
+        tv2_transactions(c, topic, sink, size, 2, abort_every=2 if k == 3 else 0)
+        tv2_transactions(c, topic, rdkafka, size, 1)
+        tv2_transactions(c, topic, fresh, size, 1, abort_every=1 if k == 1 else 0)
+    leader = c.part(topic, 0).leader
+    c.stop(leader)  # a controlled shutdown moves the partitions and the coordinators (a new coordinator epoch)
+    tv2_transactions(c, topic, sink, size, 2, abort_every=2)
+    c.restart(leader)
+    c.fetch(REPLICATE_ROUNDS)
+    tv2_transactions(c, topic, fresh, size, 2)
+
+
+def txn_v2_upgrade(c: Cluster, size: Size) -> str:
+    coord = TransactionCoordinator(c, transaction_version=0, replication=_rf(size), min_isr=min(2, size.brokers),
+                                   first_producer_id=5000)
+    transactions_v2_upgrade_story(c, coord, size)
+    c.collect()
+    return (
+        "Negative control, transactions v2 (KIP-890) through a transaction.version upgrade: a transactional sink at "
+        "producer epoch 32757, a librdkafka producer (transactions v0 throughout) and a new Java producer share "
+        "payments-0. Before the upgrade the coordinator writes v0 records and every marker carries its data's epoch; "
+        "after it v1 records, and the Java clients bump their epoch once, then at every commit or abort: each marker "
+        "one epoch above its data, sequences from 0 again. The sink's epoch runs out: its last marker carries epoch "
+        "32767 and its producer id, then a new producer id goes on from epoch 0. A broker stopped and came back "
+        "cleanly. Nothing to report."
+    )
+
+
+def transactions_v2_lost_marker_story(c: Cluster, coord: TransactionCoordinator, size: Size, topic: str = "orders") -> None:
+    """A transactions v2 COMMIT lost at an exhausted epoch (``coord`` at level 2): on ``topic``-0
+    (replication 2, min.insync.replicas 1) its leader goes on alone, dies, and the follower is
+    elected uncleanly: transaction_marker_lost, the building block of a Kafka 4 incident collection."""
+    c.create_topic(topic, size.partitions, _rf(size, 2), min_isr=1)
+    _produce(c, topic, size, _frac(size, 0.2))
+    c.fetch(REPLICATE_ROUNDS)
+    p = coord.resumed_producer(f"{topic}-tx", coord.generate_producer_id(), MAX_EPOCH - 3)
+    tv2_transactions(c, topic, p, size, 2)  # data at epochs 32764 and 32765, each COMMIT one up
+    p.send(topic, 0, size.batch_records * 2, batch_records=size.batch_records, value_bytes=size.value_bytes)
+    c.fetch(REPLICATE_ROUNDS)  # the data at 32766, the last epoch the id may use, reaches both replicas ...
+    leader = c.part(topic, 0).leader
+    others = [b for b in c.part(topic, 0).replicas if b != leader]
+    for b in others:
+        c.crash(b)  # ... the follower dies before it fetches the marker
+    p.commit()  # COMMIT at 32767 on the leader alone; the coordinator hands the producer a new id
+    p.send(topic, 0, size.batch_records, batch_records=size.batch_records, value_bytes=size.value_bytes)
+    p.abort()  # the new id's first transaction, aborted: data at epoch 0, ABORT at 1, on the leader alone
+    c.advance(LAG_TIME_MAX_MS + 1_000)  # the ISR shrinks to the leader: its HW covers it all ...
+    c.advance(6_000)  # ... and is checkpointed
+    c.crash(leader)
+    c.restart(others[0])
+    for part in range(size.partitions):
+        if c.part(topic, part).leader < 0:
+            c.elect(topic, part, others[0], unclean=True)
+    _produce(c, topic, size, _frac(size, 0.2), acks="1")  # new records where the marker was
+    c.fetch(REPLICATE_ROUNDS)
+
+
+def txn_v2_marker_lost(c: Cluster, size: Size) -> str:
+    coord = TransactionCoordinator(c, transaction_version=2, replication=_rf(size), min_isr=1, persist_producer_ids=True,
+                                   first_producer_id=6000)
+    transactions_v2_lost_marker_story(c, coord, size)
+    c.collect()
+    return (
+        "Transactions v2 (KIP-890) at an exhausted epoch: producer orders-tx's last transaction under its producer id "
+        "(data at epoch 32766) reached both replicas of orders-0, its COMMIT marker (epoch 32767) only the leader, which "
+        "went on alone with the new producer id's first transaction (aborted), died, and the follower was elected "
+        "uncleanly. The transaction stays open in the surviving log: the last stable offset is pinned at its first "
+        "offset, though the dead leader's files hold the marker. The aborted transaction only the dead leader holds is "
+        "no loss."
     )
 
 
@@ -330,6 +452,8 @@ SCENARIOS: dict[str, Callable[[Cluster, Size], str]] = {
     "index-corruption": index_corruption,
     "double-failover-kip-279": double_failover_kip_279,
     "benign-mix": benign_mix,
+    "txn-v2-upgrade": txn_v2_upgrade,
+    "txn-v2-marker-lost": txn_v2_marker_lost,
 }
 TRUNCATION_RULE = {"hw-two-fetch": "hw", "kafka-1211-divergence": "hw", "double-failover-kip-279": "kip101"}
 SIZE_FIELDS = {f.name for f in fields(Size)}

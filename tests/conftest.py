@@ -36,7 +36,6 @@ def shared() -> Path:
 
 
 TOOLS_TGZ = SHARED / "tools" / "kafka_2.13-3.6.2.tgz"
-TOOLS_TGZ_4 = SHARED / "tools" / "kafka_2.13-4.1.1.tgz"
 
 
 @pytest.fixture(scope="session")
@@ -58,23 +57,19 @@ def dump_log(tmp_path_factory):
     return run
 
 
+TOOLS_TGZ_41 = SHARED / "tools" / "kafka_2.13-4.1.1.tgz"
+
+
 @pytest.fixture(scope="session")
-def dump_log_4(tmp_path_factory):
-    """Kafka 4.1.1's kafka-dump-log (from ../shared/tools), for records 3.6.2 cannot read (the
-    4.x metadata record versions): ``dump_log_4(path, *options) -> (returncode, stdout)``."""
+def kafka41_bin(tmp_path_factory) -> Path:
+    """Kafka 4.1.1's ``bin/`` (from ../shared/tools), extracted once per session: the judge of
+    what only Kafka 4 writes (its group, share and transaction coordinators' records)."""
     if shutil.which("java") is None:
-        pytest.fail("Java 17 is required for the kafka-dump-log oracle")
-    root = tmp_path_factory.mktemp("kafka4")
-    with tarfile.open(TOOLS_TGZ_4) as tf:
+        pytest.fail("Java 17 is required for the Kafka 4.1.1 oracle")
+    root = tmp_path_factory.mktemp("kafka41")
+    with tarfile.open(TOOLS_TGZ_41) as tf:
         tf.extractall(root, filter="data")
-    script = next(root.rglob("bin/kafka-dump-log.sh"))
-
-    def run(path, *options):
-        out = subprocess.run([str(script), *options, "--files", str(path)], capture_output=True, text=True, timeout=120)
-        return out.returncode, out.stdout
-
-    run.script = script
-    return run
+    return next(root.rglob("bin/kafka-dump-log.sh")).parent
 
 
 _DUMP_MANY = """

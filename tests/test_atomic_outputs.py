@@ -314,11 +314,11 @@ def test_stop_signals_are_taken_by_the_clis_own_process_only(tmp_path, monkeypat
     saved = {s: signal.signal(s, h) for s, h in ((signal.SIGTERM, lambda n, f: got.append(n)), (signal.SIGHUP, signal.SIG_IGN))}
     owner = signal.getsignal(signal.SIGTERM)
     try:
-        with cli.staged_run(tmp_path / "out"):
+        with cli.writing(tmp_path / "out"):
             os.kill(os.getpid(), signal.SIGTERM)
         assert got == [signal.SIGTERM], "the owner's handler had the signal"
         monkeypatch.setattr(cli, "OWN_PROCESS", True)
-        with pytest.raises(Exit) as stopped, cli.staged_run(tmp_path / "out"):
+        with pytest.raises(Exit) as stopped, cli.writing(tmp_path / "out"):
             assert signal.getsignal(signal.SIGHUP) is signal.SIG_IGN, "an ignored SIGHUP stays ignored"
             os.kill(os.getpid(), signal.SIGTERM)
             time.sleep(5)  # (the handler raises at once)

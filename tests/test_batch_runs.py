@@ -271,3 +271,26 @@ def test_unmatched_batches_are_those_the_other_side_lacks(spark):
     want = sorted([(1, 3, "a", 2), (2, 3, "a", 2), (2, 3, "a", 3)]) + sorted([(1, 2, "b", 3), (1, 3, "b", 2), (1, 3, "b", 3),
                                                                             (2, 3, "b", 2), (2, 3, "b", 3)])
     assert got == want
+
+
+def test_batches_not_everywhere_count_holders_once_and_never_broadcast_the_batches(spark):
+    """A batch some replica lacks is found by counting its distinct holders (a replica holding it
+    twice, in two segments after an overlap, is one holder), in a window over the batches: the
+    batches never become the broadcast side of a join (their compressed Parquet looked small
+    enough to broadcast, and the driver built a 72 MiB table of a 100 MB partition's batches)."""
+    def b(broker, base, path="0.log"):
+        return {"broker": broker, "log_dir": "d", "topic": "t", "partition": 0, "dir_state": "live", "path": f"{broker}/{path}",
+                "position": base * 100, "base_offset": base, "last_offset": base, "crc": base, "crc_valid": True,
+                "is_control": False, "file_kind": "segment"}
+    rows = [b(1, 0), b(1, 0, "1.log"), b(2, 0), b(1, 1), b(1, 1, "1.log"), b(2, 2)]
+    bs = schema_of("batches")
+    batches = spark.createDataFrame(pa.Table.from_pylist([{f.name: r.get(f.name) for f in bs} for r in rows], schema=bs).to_pandas(),
+                                    from_arrow_schema(bs)).withColumn("aborted", F.lit(False))
+    rl = spark.createDataFrame([("t", 0, n, "live") for n in (1, 2)], "topic string, partition int, broker int, dir_state string")
+    some = compare.not_everywhere(batches, rl)
+    assert sorted((r["broker"], r["base_offset"], r["path"]) for r in some.collect()) == [
+        (1, 1, "1/0.log"), (1, 1, "1/1.log"), (2, 2, "2/0.log")]
+    plan = some._jdf.queryExecution().executedPlan().toString()
+    assert "Window" in plan
+    for exchange in plan.split("BroadcastExchange")[1:]:  # what each broadcast builds: the replica counts
+        assert "_replicas" in exchange.split("\n")[1], exchange.split("\n")[1]

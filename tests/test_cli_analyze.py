@@ -7,10 +7,14 @@ import json
 import subprocess
 import sys
 
+import pyarrow.parquet as pq
 from conftest import REAL
+from pyspark.sql.pandas.types import from_arrow_schema
+from pyspark.sql.types import StructType
 
 from analyzer.analyze import run_analyze
-from analyzer.report import exit_code
+from analyzer.report import exit_code, load, render
+from jobs.store.tables import ALL_TABLES, JOB_SCHEMAS
 
 CLI = [sys.executable, "-m", "analyzer.cli"]
 
@@ -40,7 +44,14 @@ def test_analyze_cli_unusable_input_is_one_line_and_exit_2(tmp_path):
     assert not (tmp_path / "o").exists()
 
 
-def test_analyze_exit_code_follows_fail_on(spark, tmp_path):
+def test_analyze_exit_code_follows_fail_on(spark, tmp_path, monkeypatch):
+    """Also: DIR is read for the report once, in the staged DIR, and every format renders from that
+    (the text summary loaded DIR a second time after the swap); and every table of the analyzed
+    DIR is one docs/tables.md documents, a job table with the columns it says."""
+    import analyzer.report
+
+    loads = []
+    monkeypatch.setattr(analyzer.report, "load", lambda out_dir: loads.append(out_dir) or load(out_dir))
     out = tmp_path / "crash"
     buf = io.StringIO()
     code = run_analyze([REAL / "crash-only"], out, fmt="text", spark=spark, progress=False, stream=buf, register_catalog=False)
@@ -48,3 +59,14 @@ def test_analyze_exit_code_follows_fail_on(spark, tmp_path):
     doc = json.loads((out / "findings.json").read_text())
     assert exit_code(doc, "info") == 1 and exit_code(doc, "warning") == 0
     assert "unclean_shutdown" in buf.getvalue()
+    assert len(loads) == 1 and loads[0].name.startswith("crash.tmp-"), loads
+    again = io.StringIO()
+    render(load(out), "text", again)
+    assert again.getvalue() == buf.getvalue(), "the staged DIR's data renders as DIR's own"
+
+    written = {p.name for p in (out / "tables").iterdir()}
+    assert written == {*ALL_TABLES, *JOB_SCHEMAS}, written ^ {*ALL_TABLES, *JOB_SCHEMAS}
+    for name, declared in JOB_SCHEMAS.items():
+        footer = pq.read_schema(next((out / "tables" / name).glob("*.parquet"))).metadata[b"org.apache.spark.sql.parquet.row.metadata"]
+        got = [(f.name, f.dataType.simpleString()) for f in StructType.fromJson(json.loads(footer)).fields]
+        assert got == [(f.name, f.dataType.simpleString()) for f in from_arrow_schema(declared).fields], name

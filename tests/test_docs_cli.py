@@ -10,8 +10,7 @@ import typer
 from conftest import REPO
 
 from analyzer import cli, cli_doc
-from analyzer.report import FAIL_ON
-from analyzer.report import FORMATS as REPORT_FORMATS
+from analyzer.choices import FAIL_ON, REPORT_FORMATS, SALVAGE_FORMATS, SQL_FORMATS
 
 
 def _commands() -> dict:
@@ -37,8 +36,6 @@ def _option(cmd, flag: str):
 
 def test_shared_options_are_one_declaration():
     """--master reads the same everywhere; --out is a DIR (collect's: the script FILE); --format and --fail-on show the choices the command accepts."""
-    from analyzer.sql import FORMATS as SQL_FORMATS
-
     cmds = _commands()
     masters = {name: _option(c, "--master") for name, c in cmds.items() if _option(c, "--master")}
     assert set(masters) >= {"ingest", "sql", "analyze"}
@@ -47,7 +44,7 @@ def test_shared_options_are_one_declaration():
     assert outs.pop("collect").metavar == "FILE"  # the script it writes
     assert outs.pop("salvage").metavar == "FILE"  # the contract: salvage DIR --out FILE
     assert len(outs) >= 3 and {p.metavar for p in outs.values()} == {"DIR"}
-    accepted = {"analyze": REPORT_FORMATS, "report": REPORT_FORMATS, "sql": SQL_FORMATS, "salvage": cli.SALVAGE_FORMATS}
+    accepted = {"analyze": REPORT_FORMATS, "report": REPORT_FORMATS, "sql": SQL_FORMATS, "salvage": SALVAGE_FORMATS}
     shown = {name: _option(c, "--format").metavar for name, c in cmds.items() if _option(c, "--format")}
     assert shown == {name: "|".join(formats) for name, formats in accepted.items()}
     fail_on = {name: _option(c, "--fail-on").metavar for name, c in cmds.items() if _option(c, "--fail-on")}

@@ -155,3 +155,28 @@ def test_a_transaction_whose_marker_only_the_old_leader_holds_is_transaction_mar
     assert marker["broker"] == 1 and marker["path"].startswith("broker-1/") and marker["position"] is not None
     assert f"--topic tm --partition 0 --start-offset {want['first_offset']}" in got["explanation"]
     assert not [f for f in doc["findings"] if f["kind"] == "hanging_transaction"]
+
+
+def test_transactions_v2_through_an_upgrade_and_an_exhausted_epoch_is_silent(scenario):
+    """txn-v2-upgrade: markers one epoch above their data, sequences from 0 at every epoch, a producer
+    id handed over at epoch 32767, transactions v0 and v2 producers in one partition across a
+    transaction.version upgrade, v0 and v1 coordinator records: a healthy cluster, no finding."""
+    gt, doc = scenario("txn-v2-upgrade")
+    assert gt["expected_findings"] == [] and doc["findings"] == []
+    assert {"duplicate_sequence", "hanging_transaction", "transaction_marker_lost"} <= {b["kind"] for b in gt["must_not_report"]}
+
+
+def test_a_lost_transactions_v2_marker_at_an_exhausted_epoch_is_transaction_marker_lost(scenario):
+    """txn-v2-marker-lost: the COMMIT (epoch 32767) of the last transaction under the old producer id
+    (data at 32766) reached the leader alone, which went on with the new id's aborted transaction
+    and died. The open transaction is found at its offsets, on the surviving log's broker and the
+    marker's; the new id's aborted data the dead leader alone holds is no loss."""
+    gt, doc = scenario("txn-v2-marker-lost")
+    [want] = [w for w in gt["expected_findings"] if w["kind"] == "transaction_marker_lost"]
+    [got] = [f for f in doc["findings"] if f["kind"] == "transaction_marker_lost"]
+    assert (got["first_offset"], got["last_offset"], got["brokers"]) == (want["first_offset"], want["last_offset"], want["brokers"])
+    assert [(p["producer_id"], p["producer_epoch"]) for p in got["producers"]] == [(6000, 32766)]
+    [marker] = [e for e in got["evidence"] if "COMMIT marker" in e["detail"]]
+    assert marker["broker"] == 1 and "(epoch 32767)" in marker["detail"]
+    assert "transactional id orders-tx" in got["explanation"]
+    assert not [f for f in doc["findings"] if f["kind"] in ("hanging_transaction", "acked_data_loss", "duplicate_sequence")]

@@ -24,7 +24,8 @@ def seeds():
 
 def test_every_parser_kind_and_decoder_is_fuzzed():
     """quorum-state (read by dump) and the internal-topic decoders are fuzzed like the file kinds."""
-    assert set(fuzz_parsers.KINDS) == set(files.DUMP_KINDS) | {"consumer_offsets", "transaction_state", "metadata_records", "remote_log_metadata"}
+    assert set(fuzz_parsers.KINDS) == set(files.DUMP_KINDS) | {"consumer_offsets", "transaction_state", "share_group_state",
+                                                                   "metadata_records", "remote_log_metadata"}
 
 
 @pytest.mark.parametrize("kind", fuzz_parsers.KINDS)

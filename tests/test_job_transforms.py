@@ -141,3 +141,80 @@ def test_collected_rows_do_not_depend_on_how_a_table_was_split(spark):
     b = spark.createDataFrame(list(reversed(rows)), "n int, s string, l array<int>").coalesce(1)
     assert [tuple(r) for r in collected(a)] == [tuple(r) for r in collected(b)] == [
         (1, "a", [0]), (1, None, None), (2, "b", [2, 1]), (3, "c", [1])]
+
+
+def test_share_start_offsets_replay_snapshots_updates_and_tombstones(spark):
+    """``views.share_starts`` is ShareCoordinatorShard.replay: a snapshot replaces the state, an
+    update moves the start offset unless it says -1 (null) and its batches override the offsets
+    they cover, a tombstone forgets the share-partition; then, as SharePartition loads it, the
+    start moves over the acknowledged (2) or archived (4) batches that follow it without a gap."""
+    from jobs.history.views import share_starts
+
+    schema = from_arrow_schema(schema_of("share_group_state"))
+    acked, archived, available = 2, 4, 0
+    rows = [  # (partition, offset, type, start offset, tombstone, broker, state batches)
+        (0, 0, "share_snapshot", None, False, 1, []), (0, 1, "share_update", 40, False, 1, []),
+        (0, 2, "share_update", None, False, 1, []),  # -1: unchanged, 40 stays
+        (1, 3, "share_snapshot", 10, False, 1, []), (1, 4, "share_update", 30, False, 1, []),
+        (1, 5, "share_snapshot", 20, False, 1, []),  # a new snapshot: 20, whatever came before
+        (2, 6, "share_snapshot", 50, False, 1, []), (2, 7, "share_snapshot", None, True, 1, []),  # deleted
+        (3, 8, "share_snapshot", None, False, 1, []),  # initialized, not started
+        (4, 9, "share_snapshot", 70, False, 2, []), (4, 9, "share_snapshot", 70, False, 1, []),  # two replicas
+        # what real Kafka 4.1.1 wrote for 60 records consumed: start 0, one acknowledged batch 0-59
+        (5, 10, "share_snapshot", None, False, 1, []), (5, 11, "share_update", 0, False, 1, [(0, 59, acked)]),
+        # acknowledged, then archived, then a later update releasing 105-109: done up to 105
+        (6, 12, "share_snapshot", 100, False, 1, [(100, 104, acked), (105, 119, archived), (121, 130, acked)]),
+        (6, 13, "share_update", None, False, 1, [(105, 109, available)]),
+        # a gap after the acknowledged batch: the start stops at the gap
+        (7, 14, "share_snapshot", 200, False, 1, [(200, 209, acked), (215, 220, acked)]),
+    ]
+    df = spark.createDataFrame([{**{f.name: None for f in schema.fields}, "group": "g", "topic_id": "T", "partition": p,
+                                 "offset": o, "record_type": t, "start_offset": s, "tombstone": d, "broker": b,
+                                 "path": f"broker-{b}/__share_group_state-0/00000000000000000000.log", "batch_position": o * 100,
+                                 "state_batches": [{"first_offset": a, "last_offset": z, "delivery_state": st, "delivery_count": 1}
+                                                   for a, z, st in bs]}
+                                for p, o, t, s, d, b, bs in rows], schema)
+    got = {(r["partition"], r["start_offset"], r["acknowledged_to"], r["batch_position"], r["broker"]) for r in share_starts(df)}
+    assert got == {(0, 40, 40, 200, 1), (1, 20, 20, 500, 1), (4, 70, 70, 900, 1), (5, 0, 60, 1100, 1), (6, 100, 105, 1300, 1),
+                   (7, 200, 210, 1400, 1)}
+
+
+def _txn_batches():
+    """Transactions v2 on one replica: producer 7's sequences start at 0 in every epoch (each marker
+    one epoch above its data), at 32766 its COMMIT carries 32767 and producer 8 goes on from epoch 0;
+    producer 8's first transaction is aborted, its second has no marker (lost); producer 3 (v0) keeps
+    epoch 0 and its sequences run on; and producer 9 really wrote one batch twice."""
+    def data(o, pid, epoch, seq, n=10):
+        return {"topic": "t", "partition": 0, "broker": 1, "base_offset": o, "last_offset": o + n - 1, "producer_id": pid,
+                "producer_epoch": epoch, "base_sequence": seq, "last_sequence": seq + n - 1, "is_transactional": True,
+                "record_count": n, "path": "p", "position": o}
+
+    def marker(o, pid, epoch, control):
+        return {**data(o, pid, epoch, -1, 1), "base_sequence": -1, "last_sequence": -1, "is_control": True, "control": control}
+
+    return [data(0, 7, 32765, 0), data(10, 3, 0, 0), marker(20, 7, 32766, "commit"), marker(21, 3, 0, "commit"),
+            data(22, 7, 32766, 0), data(32, 3, 0, 10), marker(42, 7, 32767, "commit"), marker(43, 3, 0, "abort"),
+            data(44, 8, 0, 0), marker(54, 8, 1, "abort"), data(55, 8, 1, 0), data(65, 9, 4, 0), data(75, 9, 4, 0)]
+
+
+def test_sequences_restarting_at_every_transactions_v2_epoch_are_no_duplicate_sequence(spark):
+    from jobs.findings.producers import duplicate_sequence_findings
+
+    rows = [{k: v for k, v in r.items() if k != "control"} for r in _txn_batches()]
+    [f] = duplicate_sequence_findings(batches(spark, rows))
+    assert (f.producers[0]["producer_id"], f.producers[0]["producer_epoch"], f.first_offset, f.last_offset) == (9, 4, 65, 75)
+
+
+def test_aborted_data_under_transactions_v2_is_the_data_before_its_producers_next_abort(spark):
+    """The marker's epoch (the data's + 1, 32767 at an exhausted epoch) does not matter, only the
+    producer id's next marker on the replica: producer 8's first transaction is aborted; its second,
+    whose marker is lost, is not; producer 3's v0 abort covers its data since its last marker."""
+    from jobs.replicas.compare import with_txn_outcome
+
+    rows = _txn_batches()
+    b = batches(spark, [{k: v for k, v in r.items() if k != "control"} for r in rows])
+    recs = spark.createDataFrame([("t", 0, 1, "live", "p", r["base_offset"], r["control"]) for r in rows if r.get("control")],
+                                 "topic string, partition int, broker int, dir_state string, path string, batch_position long, "
+                                 "control_type string")
+    aborted = {r["base_offset"] for r in with_txn_outcome(b, recs).where("aborted").collect()}
+    assert aborted == {32, 44}

@@ -1,9 +1,13 @@
 """Rows the driver computed reach Spark as one Arrow table (``jobs.store.io.local_frame``): the
 same frame as ``createDataFrame(rows, schema)``, without the pickled RDD and the job it costs."""
 
-from jobs.findings.model import FINDINGS_SCHEMA
+from pyspark.sql.pandas.types import from_arrow_schema
+
 from jobs.replicas.survivors import SURVIVORS_SCHEMA
 from jobs.store.io import local_frame
+from jobs.store.tables import FINDINGS_SCHEMA as FINDINGS_ARROW
+
+FINDINGS_SCHEMA = from_arrow_schema(FINDINGS_ARROW)
 
 FINDING = ("f1", "replica_divergence", "error", "t", 0, [1, 2], 5, 9, 5, 600, [3, 4], [(7, 0, 1, 5), (8, None, None, None)],
            None, 1_700_000_000_000, [(1, "b1/t-0/00000000000000000000.log", 70, "leader epochs [3]")], "why", [2], 1, "files")

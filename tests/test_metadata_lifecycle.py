@@ -208,14 +208,15 @@ def elr_batches() -> list[BatchSpec]:
     return out
 
 
-def test_the_elr_records_are_what_kafka_4_reads(dump_log_4, tmp_path):
+def test_the_elr_records_are_what_kafka_4_reads(kafka41_bin, tmp_path):
     """Every PartitionRecord/PartitionChangeRecord version and ClearElrRecord, judged by 4.1.1's
     decoder (3.6.2 reads neither version 2 nor ClearElrRecord)."""
     path = tmp_path / "00000000000000000000.log"
     path.write_bytes(encode_batches(elr_batches()))
-    code, stdout = dump_log_4(path, "--cluster-metadata-decoder")
-    assert code == 0, stdout[-2000:]
-    printed = parse_dump(stdout)[str(path)]
+    out = subprocess.run([str(kafka41_bin / "kafka-dump-log.sh"), "--cluster-metadata-decoder", "--files", str(path)],
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr[-2000:]
+    printed = parse_dump(out.stdout)[str(path)]
     rows = ingested(str(path), path.read_bytes()).to_pylist()
     assert len(rows) == len(printed) == sum(len(v) for _, v in ELR_LIFE)
     assert {compare(printed[r["offset"]], r) for r in rows} == {"payload"}

@@ -237,5 +237,3 @@ def test_exit_code_below_threshold():
     infos = [f for f in FINDINGS if f["severity"] == "info"]
     assert exit_code(infos, "error") == 0 and exit_code(infos, "warning") == 0 and exit_code(infos, "info") == 1
     assert exit_code({"findings": []}, "info") == 0
-    with pytest.raises(ValueError):
-        exit_code([], "fatal")

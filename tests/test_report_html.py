@@ -15,7 +15,7 @@ import pyarrow.parquet as pq
 import pytest
 from test_report_data import FINDINGS, make_out_dir
 
-from analyzer.report import write_html
+from analyzer.report import load, write_html
 from analyzer.report.figures import compact, expand, timeline
 
 
@@ -66,7 +66,7 @@ class Page(HTMLParser):
 @pytest.fixture
 def page(tmp_path) -> tuple[Path, Page]:
     out = make_out_dir(tmp_path / "out")
-    path = write_html(out)
+    path = write_html(load(out))
     return out, Page(path.read_text(encoding="utf-8"))
 
 
@@ -162,7 +162,7 @@ def test_manifest_lists_hashes_not_payloads(page):
 
 def test_missing_tables_are_sentences(tmp_path):
     out = make_out_dir(tmp_path / "out", tables=(), run=False)
-    p = Page(write_html(out).read_text(encoding="utf-8"))
+    p = Page(write_html(load(out)).read_text(encoding="utf-8"))
     html = (out / "report.html").read_text(encoding="utf-8")
     assert "offset_ranges is missing" in html and "No files table" in html
     entry = p.payload()["partitions"]["orders-0"]
@@ -171,7 +171,7 @@ def test_missing_tables_are_sentences(tmp_path):
 
 def test_fallback_timeline_without_offset_ranges(tmp_path):
     out = make_out_dir(tmp_path / "out", tables=("replica_logs",))
-    entry = Page(write_html(out).read_text(encoding="utf-8")).payload()["partitions"]["orders-0"]
+    entry = Page(write_html(load(out)).read_text(encoding="utf-8")).payload()["partitions"]["orders-0"]
     go.Figure(expand(entry["timeline"]))
     assert entry["timeline"]["data"][0]["name"] == "log (no offset_ranges table)"
     assert entry["lineage"]["source"].startswith("replica_logs")
@@ -181,7 +181,7 @@ def test_hostile_strings_are_escaped(tmp_path):
     evil = "</script><script>alert(1)</script><img src=x onerror=alert(2)>"
     finding = dict(FINDINGS[0], explanation=evil, evidence=[{"broker": 1, "path": evil, "position": 0, "detail": evil}])
     out = make_out_dir(tmp_path / "out", findings=[finding])
-    html = write_html(out).read_text(encoding="utf-8")
+    html = write_html(load(out)).read_text(encoding="utf-8")
     assert evil not in html and "alert(1)" in html  # present, but only escaped
     p = Page(html)
     assert not any(t == "img" for t, _ in p.tags)
@@ -192,8 +192,8 @@ def test_hostile_strings_are_escaped(tmp_path):
 
 def test_atomic_write_leaves_no_temp_files(tmp_path):
     out = make_out_dir(tmp_path / "out")
-    write_html(out)
-    write_html(out)
+    write_html(load(out))
+    write_html(load(out))
     assert sorted(x.name for x in out.iterdir()) == ["findings.json", "report.html", "run.json", "tables"]
     assert (out / "report.html").stat().st_mode & 0o644 == 0o644
 
@@ -211,7 +211,7 @@ def test_thousands_of_partitions_stay_light(tmp_path):
     (out / "tables" / "offset_ranges").mkdir(parents=True)
     pq.write_table(pa.Table.from_pylist(ranges), out / "tables" / "offset_ranges" / "part-0.parquet")
     start = time.perf_counter()
-    path = write_html(out)
+    path = write_html(load(out))
     elapsed = time.perf_counter() - start
     size = path.stat().st_size
     p = Page(path.read_text(encoding="utf-8"))
@@ -229,8 +229,8 @@ def _badges(html: str) -> list[str]:
 
 def test_badges_count_in_words(tmp_path):
     """'2 errors', '1 warning', 'no warnings': not '2 error' / '0 warning'."""
-    full = _badges(write_html(make_out_dir(tmp_path / "full")).read_text(encoding="utf-8"))
+    full = _badges(write_html(load(make_out_dir(tmp_path / "full"))).read_text(encoding="utf-8"))
     assert full[:4] == ["2 errors", "2 warnings", "1 info", "812 records lost"]  # the overview
     assert {"2 errors", "1 warning", "1 info"} <= set(full[4:])  # partition sections: orders-0, cluster-wide, orders-1
     infos = make_out_dir(tmp_path / "infos", findings=[f for f in FINDINGS if f["severity"] == "info"])
-    assert _badges(write_html(infos).read_text(encoding="utf-8"))[:3] == ["no errors", "no warnings", "1 info"]
+    assert _badges(write_html(load(infos)).read_text(encoding="utf-8"))[:3] == ["no errors", "no warnings", "1 info"]

@@ -12,7 +12,7 @@ from test_report_data import FINDINGS, make_out_dir
 from typer.testing import CliRunner
 
 from analyzer.cli import app
-from analyzer.report import render, run_report
+from analyzer.report import load, render, run_report
 
 ANSI = re.compile(r"\x1b\[")
 
@@ -24,7 +24,7 @@ def out_dir(tmp_path):
 
 def text_of(out_dir, **env) -> str:
     buf = io.StringIO()
-    render(out_dir, "text", buf)
+    render(load(out_dir), "text", buf)
     return buf.getvalue()
 
 
@@ -64,7 +64,7 @@ def test_colour_on_a_terminal(out_dir):
             return True
 
     buf = Tty()
-    render(out_dir, "text", buf)
+    render(load(out_dir), "text", buf)
     assert ANSI.search(buf.getvalue())
 
 
@@ -89,7 +89,7 @@ def test_only_warnings_and_infos(tmp_path):
 
 def test_json_format_is_findings_json(out_dir):
     buf = io.StringIO()
-    render(out_dir, "json", buf)
+    render(load(out_dir), "json", buf)
     assert json.loads(buf.getvalue()) == json.loads((out_dir / "findings.json").read_text())
 
 

@@ -194,7 +194,7 @@ def story_dir(tmp_path_factory, ground_truth, story) -> Path:
     out = make_out_dir(tmp_path_factory.mktemp("timeline") / "out", findings=FINDINGS + _ue_findings(ground_truth))
     _add_ue_replicas(out, ground_truth)
     write_timeline(out, story)
-    write_html(out)
+    write_html(load(out))
     return out
 
 
@@ -342,11 +342,11 @@ def test_dir_without_timeline_renders_as_before(tmp_path):
     out = make_out_dir(tmp_path / "out")
     data = load(out)
     assert data.timeline == {} and not any("timeline" in n for n in data.notes)
-    p = Page(write_html(out).read_text(encoding="utf-8"))
+    p = Page(write_html(load(out)).read_text(encoding="utf-8"))
     assert not any("events" in v for v in p.payload()["partitions"].values()) and p.payload()["paths"] == []
     assert "Under each figure, the partition's incident timeline" not in (out / "report.html").read_text(encoding="utf-8")
     buf = io.StringIO()
-    render(out, "text", buf)
+    render(load(out), "text", buf)
     assert "Timeline (" not in buf.getvalue() and "812 acknowledged records lost" in buf.getvalue()
 
 
@@ -356,12 +356,12 @@ def test_unreadable_timeline_is_a_note_not_an_error(tmp_path):
     (out / "tables" / "timeline" / "part-00000.parquet").write_bytes(b"PAR1 not parquet")
     data = load(out)
     assert data.timeline == {} and any("timeline could not be read" in n for n in data.notes)
-    assert "timeline could not be read" in write_html(out).read_text(encoding="utf-8")
+    assert "timeline could not be read" in write_html(load(out)).read_text(encoding="utf-8")
 
 
 def test_text_report_quotes_alarming_rows_under_the_partition(story_dir, ground_truth, story):
     buf = io.StringIO()
-    render(story_dir, "text", buf)
+    render(load(story_dir), "text", buf)
     out = buf.getvalue()
     final = _offline_changes(ground_truth)[-1]
     alarming = sorted((r for r in story if r["severity"] and r["time"] != final), key=lambda r: r["time"])
@@ -386,7 +386,7 @@ def test_text_report_caps_the_timeline(tmp_path):
              "offset": 1000 - i, "severity": "error", "detail": f"cut {i}", "seq": i} for i in range(12)]
     write_timeline(out, rows)
     buf = io.StringIO()
-    render(out, "text", buf)
+    render(load(out), "text", buf)
     text = buf.getvalue()
     assert "Timeline (12 alarming of 12 events):" in text and "… 4 more alarming events in report.html" in text
     shown = [int(m) for m in re.findall(r"cut (\d+)", text)]
@@ -415,7 +415,7 @@ def test_three_thousand_partitions_with_timelines_stay_light(tmp_path):
              "path": "controller-100/__cluster_metadata-0/00000000000000000000.log", "position": p * 10 + i, "seq": p * 10 + i}
             for p in range(3000) for i, ev in enumerate(("partition_created", "isr_change", "leader_change", "isr_change", "leader_change"))]
     write_timeline(out, rows)
-    html = write_html(out).read_text(encoding="utf-8")
+    html = write_html(load(out)).read_text(encoding="utf-8")
     p = Page(html)
     parts = {k: v for k, v in p.payload()["partitions"].items() if not k.startswith("orders-")}  # orders-*: from the findings
     assert len(parts) == 3000 and all(len(v["events"]["rows"]) == 5 for v in parts.values())
@@ -480,7 +480,7 @@ def test_timeline_in_headless_chromium(browser, story, tmp_path, monkeypatch):
     out = make_out_dir(tmp_path / "out", findings=FINDINGS + _ue_findings(gt))
     _add_ue_replicas(out, gt)
     write_timeline(out, story + _long_story())
-    html = write_html(out)
+    html = write_html(load(out))
     assert Page(html.read_text(encoding="utf-8")).raw_payload()["packed"]
     embedded = Page(html.read_text(encoding="utf-8")).payload()["partitions"]["ue-0"]["events"]["rows"]
     expected = sum(i < 50 or r[EVENT_FIELDS.index("highlight")] is not None for i, r in enumerate(embedded))

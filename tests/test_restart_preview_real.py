@@ -127,6 +127,16 @@ def test_groups_that_read_the_lost_records_and_only_those(before):
     assert "OFFSET_OUT_OF_RANGE" in beyond["explanation"]
 
 
+def test_the_divergence_names_for_salvage_only_the_forked_replica(before):
+    """Broker 3 follows broker 2's lineage: its records at 300-449 are the survivor's, though it
+    differs from broker 1 there, so it is no salvage broker (it was, before issue 37's one computation)."""
+    [forked] = [f for f in before["doc"]["findings"] if f["kind"] == "replica_divergence"]
+    assert (forked["first_offset"], forked["last_offset"], forked["brokers"]) == (300, 449, [1, 2, 3])
+    assert (forked["surviving_broker"], forked["salvage_brokers"]) == (2, [1])
+    for read in (f for f in before["doc"]["findings"] if f["kind"] == "consumer_read_lost_data"):
+        assert (read["surviving_broker"], read["salvage_brokers"]) == (2, [1])
+
+
 def test_report_has_the_before_you_restart_box(before):
     import io
 

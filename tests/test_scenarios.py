@@ -123,7 +123,7 @@ STORIES = {  # the kinds each story must produce on its incident partition (part
     "hw-two-fetch": {"acked_data_loss", "truncation_below_hw"},
     # pre-0.11 logs: no leader-epoch caches to disagree
     "kafka-1211-divergence": {"replica_divergence", "acked_data_loss", "truncation_below_hw"},
-    "unclean-election": {"acked_data_loss", "truncation_below_hw", "unclean_leader_election"},
+    "unclean-election": {"acked_data_loss", "truncation_below_hw", "unclean_leader_election", "consumer_read_lost_data"},
     "acks-all-min-isr-1": {"replica_divergence", "acked_data_loss", "unclean_leader_election", "unclean_shutdown"},
     "crash-lost-unflushed": {"replica_divergence", "acked_data_loss", "truncation_below_hw", "committed_data_lost_in_crash",
                              "unclean_shutdown"},
@@ -131,6 +131,8 @@ STORIES = {  # the kinds each story must produce on its incident partition (part
     "torn-write": {"torn_tail", "unclean_shutdown"},
     "index-corruption": {"index_mismatch"},
     "double-failover-kip-279": {"replica_divergence", "acked_data_loss", "unclean_leader_election"},
+    "txn-v2-upgrade": set(),
+    "txn-v2-marker-lost": {"replica_divergence", "unclean_leader_election", "transaction_marker_lost", "unclean_shutdown"},
 }
 
 

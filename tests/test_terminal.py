@@ -24,7 +24,7 @@ from test_report_data import FINDINGS, make_out_dir
 from typer.testing import CliRunner
 
 from analyzer.cli import app
-from analyzer.report import render, write_html
+from analyzer.report import load, render, write_html
 from jobs.terminal import CONTROLS, LogFormatter, escape
 from sample_data.writer.log import write_broker_dir
 from sample_data.writer.records import BatchSpec, Record
@@ -83,7 +83,7 @@ def test_text_report_escapes_every_value_and_interprets_no_markup(tmp_path, monk
     for tty in (False, True):
         buf = io.StringIO()
         buf.isatty = lambda tty=tty: tty  # on a terminal rich adds its colours (SGR): nothing else
-        render(out, "text", buf)
+        render(load(out), "text", buf)
         text = SGR.sub("", buf.getvalue()) if tty else buf.getvalue()
         assert raw_controls(text) == []
         assert f"{TOPIC_SHOWN}-0" in text and r"g\x1b]52;c;SGVsbG8=\x07" in text and r"line\tsaid \x9bK" in text
@@ -94,7 +94,7 @@ def test_html_report_holds_no_raw_control_byte(tmp_path):
     finding = dict(FINDINGS[0], topic=TOPIC, explanation=f"lost on {TOPIC}-0",
                    evidence=[{"broker": 1, "path": f"{LOG_DIR}/{TOPIC}-0/0.log", "position": 0, "detail": "\x9b2J"}])
     out = make_out_dir(tmp_path / "out", findings=[finding])
-    html = write_html(out).read_text(encoding="utf-8")
+    html = write_html(load(out)).read_text(encoding="utf-8")
     assert not [c for c in RAW if c in html]  # (plotly.js, inlined, has a few controls of its own in strings)
     assert f"{TOPIC_SHOWN}-0" in html and r"\x9b2J" in html
 

@@ -62,7 +62,7 @@ def test_the_ledger_and_the_rejoined_brokers_own_line_are_one_truncation():
     events = [{"topic": "ue", "partition": 0, "time": t0 - timedelta(seconds=5), "source": "log", "meta_offset": 58, "leader": 1,
                "isr": [1], "leader_epoch": 0, "path": "broker-1/__cluster_metadata-0/00000000000000000000.log", "batch_position": 4051}]
     acks = [{"topic": "ue", "partition": 0, "acks": "1", "first_offset": 300, "last_offset": 499, "first_ack": t0, "last_ack": t0 + timedelta(seconds=2)}]
-    loss = [Finding(kind="acked_data_loss", topic="ue", partition=0, brokers=[2], first_offset=300, last_offset=499, records=200)]
+    loss = [Finding(kind="acked_data_loss", severity="error", topic="ue", partition=0, brokers=[2], first_offset=300, last_offset=499, records=200)]
     ledger = ledger_truncation_findings(acks, events, [rep(1, 450, 450, [(0, 0), (2, 300)])], loss)
     assert len(logged) == len(ledger) == 1  # what each rule says alone: twice the same truncation
     [f] = merged([(f, set(f.brokers)) for f in ledger + logged])
@@ -72,7 +72,7 @@ def test_the_ledger_and_the_rejoined_brokers_own_line_are_one_truncation():
 
 
 def test_different_truncations_stay_apart():
-    a = Finding(kind="truncation_below_hw", topic="ue", partition=0, brokers=[1], first_offset=300, last_offset=499, records=200)
-    b = Finding(kind="truncation_below_hw", topic="ue", partition=0, brokers=[3], first_offset=300, last_offset=449, records=150)
-    c = Finding(kind="truncation_below_hw", topic="ue", partition=0, brokers=[1], first_offset=900, last_offset=950, records=51)
+    a = Finding(kind="truncation_below_hw", severity="warning", topic="ue", partition=0, brokers=[1], first_offset=300, last_offset=499, records=200)
+    b = Finding(kind="truncation_below_hw", severity="warning", topic="ue", partition=0, brokers=[3], first_offset=300, last_offset=449, records=150)
+    c = Finding(kind="truncation_below_hw", severity="warning", topic="ue", partition=0, brokers=[1], first_offset=900, last_offset=950, records=51)
     assert len(merged([(a, {1}), (b, {3}), (c, {1})])) == 3

@@ -100,10 +100,10 @@ def test_several_inputs_none_with_a_log_dir_name_each(tmp_path):
 def test_report_on_an_ingest_dir_says_the_analysis_has_not_run(spark, tmp_path):
     """A real ingest (the pipeline ``kafka-forensics ingest`` runs) of one broker's log dir, then
     ``report`` on it: no jobs ran, so no verdict; one line saying how to run them, exit 2."""
-    from jobs.ingest.run import staged_ingest
+    from jobs.ingest.run import staged_run
 
     out = tmp_path / "case"
-    with staged_ingest([BROKER], out, spark=spark, progress=False, register=False) as staged:
+    with staged_run([BROKER], out, spark=spark, progress=False, register=False) as staged:
         assert staged.result.files > 0
     assert (out / "tables" / "batches").is_dir() and (out / "run.json").is_file() and not (out / "findings.json").exists()
     for fmt in ("text", "json", "html"):

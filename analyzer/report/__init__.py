@@ -1,17 +1,18 @@
 """The report layer: turn an output DIR (findings.json + Parquet tables) into a terminal summary,
 JSON on stdout, or a self-contained report.html, without Spark, so ``report DIR`` is fast.
 
-API used by the CLI and by ``analyze``:
-- ``write_html(out_dir) -> Path``: (re)write DIR/report.html atomically.
-- ``render(out_dir, fmt, stream, output=None)``: print the chosen format (text | json | html) to
+DIR is read once (``load`` -> ``ReportData``) and every format renders from that data. API used by
+the CLI and by ``analyze`` (the CLI checked ``fmt`` and ``fail_on`` against ``analyzer.choices``):
+- ``load(out_dir) -> ReportData``: DIR's findings, run.json and tables.
+- ``write_html(data) -> Path``: (re)write DIR/report.html atomically.
+- ``render(data, fmt, stream, output=None)``: print the chosen format (text | json | html) to
   ``stream``; for html the report's path, or with ``output="-"`` the HTML itself.
 - ``exit_code(findings, fail_on) -> int``: the contract's 0/1 by severity threshold.
-- ``run_report(out_dir, fmt, stream, fail_on, output=None) -> int``: all three, as ``report DIR`` does.
+- ``run_report(out_dir, fmt, stream, fail_on, output=None) -> int``: all of them, as ``report DIR`` does.
 """
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 import tempfile
@@ -19,22 +20,18 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any, TextIO
 
-from jobs.findings.severity import SEVERITIES, SEVERITY_RANK
+from jobs.findings.severity import SEVERITY_RANK
 
 from .data import ReportData, ReportError, load, severity_of
 
-FORMATS = ("text", "json", "html")
-FAIL_ON = SEVERITIES
-
-__all__ = ["FORMATS", "FAIL_ON", "ReportError", "exit_code", "load", "render", "run_report", "write_html"]
+__all__ = ["ReportData", "ReportError", "exit_code", "load", "render", "run_report", "write_html"]
 
 
 def exit_code(findings: Iterable[Mapping[str, Any]] | Mapping[str, Any], fail_on: str = "error") -> int:
-    """1 when any finding is at or above ``fail_on`` (error > warning > info), else 0.
+    """1 when any finding is at or above ``fail_on`` (error > warning > info: ``choices.FAIL_ON``),
+    else 0.
 
     Accepts the findings list or the whole findings.json document."""
-    if fail_on not in SEVERITY_RANK:
-        raise ReportError(f"--fail-on must be one of {', '.join(FAIL_ON)}, not {fail_on!r}")
     if isinstance(findings, Mapping):
         findings = findings.get("findings") or []
     threshold = SEVERITY_RANK[fail_on]
@@ -54,52 +51,34 @@ def _atomic_write(path: Path, content: str) -> None:
         raise
 
 
-def write_html(out_dir: Path | str, data: ReportData | None = None, shown_dir: Path | None = None) -> Path:
-    """Render DIR/report.html from DIR's findings and tables; returns its path. ``shown_dir``: the
-    directory the report names (analyze renders in a staging sibling that is then swapped in)."""
+def write_html(data: ReportData, shown_dir: Path | None = None) -> Path:
+    """Render DIR/report.html from DIR's data; returns its path. ``shown_dir``: the directory the
+    report names (analyze renders in a staging sibling that is then swapped in)."""
     from .html import render_html
 
-    data = data or load(out_dir)
     data.shown_dir = shown_dir
     path = data.out_dir / "report.html"
     _atomic_write(path, render_html(data))
     return path
 
 
-def _check_format(fmt: str, output: str | None) -> None:
-    """Bad usage, before anything is read or written."""
-    if fmt not in FORMATS:
-        raise ReportError(f"--format must be one of {', '.join(FORMATS)}, not {fmt!r}")
-    if output is not None and fmt != "html":
-        raise ReportError(f"--output applies to --format html only, not {fmt}")
-
-
-def render(out_dir: Path | str, fmt: str, stream: TextIO | None = None, data: ReportData | None = None,
-           output: str | None = None) -> None:
-    """Print DIR in ``fmt``: text (rich summary), json (findings.json as is), html (the path of
-    DIR/report.html, written when it does not exist yet). A report is megabytes (plotly.js is
-    inlined), so its HTML goes to ``stream`` only when asked with ``output="-"``; another
+def render(data: ReportData, fmt: str, stream: TextIO | None = None, output: str | None = None) -> None:
+    """Print DIR's ``data`` in ``fmt``: text (rich summary), json (findings.json as is), html (the
+    path of DIR/report.html, written when it does not exist yet). A report is megabytes (plotly.js
+    is inlined), so its HTML goes to ``stream`` only when asked with ``output="-"``; another
     ``output`` gets a copy of the report and its path is printed instead."""
-    _check_format(fmt, output)
     stream = stream or sys.stdout
-    out_dir = Path(out_dir)
     if fmt == "json":
-        path = out_dir / "findings.json"
-        if path.exists():
-            stream.write(path.read_text(encoding="utf-8"))
-        else:
-            doc = (data or load(out_dir)).findings_doc
-            stream.write(json.dumps(doc, indent=2) + "\n")
+        stream.write(data.findings_json)
         return
-    data = data or load(out_dir)
     if fmt == "text":
         from .text import render_text
 
         render_text(data, stream)
         return
-    path = out_dir / "report.html"
+    path = data.out_dir / "report.html"
     if not path.exists():
-        write_html(out_dir, data)
+        write_html(data)
     if output == "-":
         stream.write(path.read_text(encoding="utf-8"))
         return
@@ -119,16 +98,12 @@ def _copy(report: Path, dest: Path) -> Path:
 
 def run_report(out_dir: Path | str, fmt: str = "text", stream: TextIO | None = None, fail_on: str = "error",
                output: str | None = None) -> int:
-    """What ``report DIR`` (and the end of ``analyze``) does: rewrite report.html, print ``fmt``
-    (``output``: see ``render``), return the exit code for ``fail_on``. Raises ReportError for unusable
-    input or a bad option."""
-    if fail_on not in SEVERITY_RANK:
-        raise ReportError(f"--fail-on must be one of {', '.join(FAIL_ON)}, not {fail_on!r}")
-    _check_format(fmt, output)
+    """What ``report DIR`` does: load DIR once, rewrite report.html, print ``fmt`` (``output``: see
+    ``render``), return the exit code for ``fail_on``. Raises ReportError for unusable input."""
     data = load(out_dir)
     try:
-        write_html(out_dir, data)
+        write_html(data)
     except OSError as exc:  # DIR, the user's: read-only, full
         raise ReportError(f"{out_dir}: cannot write report.html: {exc.strerror or exc}") from None
-    render(out_dir, fmt, stream, data, output)
+    render(data, fmt, stream, output)
     return exit_code(data.findings, fail_on)

@@ -34,8 +34,8 @@ OPTIONAL_TABLES = frozenset({"meta_properties", "restart_preview", "remote_segme
 
 
 class ReportError(InputError, ValueError):
-    """The DIR holds nothing a report can be made of, or an option's value is not one the report
-    takes (the CLI turns this into exit 2)."""
+    """The DIR holds nothing a report can be made of, or the report cannot be written where it was
+    asked to go (the CLI turns this into exit 2)."""
 
 
 PartitionKey = tuple[str, int]
@@ -48,6 +48,7 @@ class ReportData:
     out_dir: Path
     findings_doc: dict[str, Any]
     findings: list[dict[str, Any]]
+    findings_json: str  # findings.json as it is on disk (what --format json prints)
     run: dict[str, Any] | None
     tables: dict[str, pd.DataFrame | None]
     notes: list[str] = field(default_factory=list)
@@ -114,18 +115,20 @@ def batch_magics(out_dir: Path) -> set[int]:
         return set()
 
 
-def _read_json(path: Path, notes: list[str]) -> dict[str, Any] | None:
+def _read_json(path: Path, notes: list[str]) -> tuple[dict[str, Any] | None, str]:
+    """The JSON object in ``path`` and the file's text; (None, ...) and a note when it is none."""
     if not path.exists():
-        return None
+        return None, ""
     try:
-        doc = json.loads(path.read_text(encoding="utf-8"))
+        text = path.read_text(encoding="utf-8")
+        doc = json.loads(text)
     except (OSError, ValueError) as exc:
         notes.append(f"{path.name} could not be read ({exc.__class__.__name__}: {exc}).")
-        return None
+        return None, ""
     if not isinstance(doc, dict):
         notes.append(f"{path.name} is not a JSON object; ignored.")
-        return None
-    return doc
+        return None, text
+    return doc, text
 
 
 def not_analyzed(out_dir: Path, run: dict[str, Any] | None) -> str:
@@ -146,10 +149,10 @@ def load(out_dir: Path | str) -> ReportData:
     if not out_dir.is_dir():
         raise ReportError(f"{out_dir}: not a directory")
     notes: list[str] = []
-    run = _read_json(out_dir / "run.json", notes)
+    run, _ = _read_json(out_dir / "run.json", notes)
     if not (out_dir / "findings.json").is_file():
         raise ReportError(not_analyzed(out_dir, run))
-    doc = _read_json(out_dir / "findings.json", notes)
+    doc, text = _read_json(out_dir / "findings.json", notes)
     if doc is None:
         raise ReportError(f"{out_dir}: {notes[-1]}")
     tables: dict[str, pd.DataFrame | None] = {}
@@ -161,7 +164,8 @@ def load(out_dir: Path | str) -> ReportData:
             tables[name] = None
     timeline = load_timeline(out_dir, notes)
     findings = [f for f in doc.get("findings") or [] if isinstance(f, dict)]
-    data = ReportData(out_dir=out_dir, findings_doc=doc, findings=findings, run=run, tables=tables, notes=notes, timeline=timeline)
+    data = ReportData(out_dir=out_dir, findings_doc=doc, findings=findings, findings_json=text, run=run, tables=tables, notes=notes,
+                      timeline=timeline)
     data.era = guess_era(data.table("files"), data.table("brokers"), data.table("meta_properties"), batch_magics(out_dir))
     return data
 
@@ -274,14 +278,33 @@ def overview(data: ReportData) -> dict[str, Any]:
 
 
 def focus_text(info: Any) -> str | None:
-    """``analyze --topic/--partition``: the partitions the analysis was limited to, in words
-    (None when it read everything), so no reader takes a focused report for the whole cluster's."""
+    """``analyze --topic/--partition``, or a focused collection: the partitions the analysis was
+    limited to, in words (None when it read everything), so no reader takes a focused report for
+    the whole cluster's; and what the focused collections left out (a log that starts at a
+    collection's --since cut started earlier on the broker)."""
     focus = info.get("focus") if isinstance(info, dict) else None
     if not isinstance(focus, dict):
         return None
     topics = ", ".join(map(str, focus.get("topics") or [])) or "all"
     partitions = ", ".join(map(str, focus.get("partitions") or [])) or "all"
-    return f"only topics {topics}, partitions {partitions} (internal topics always read)"
+    text = (f"only topics {topics}, partitions {partitions} (internal topics always read)" if (topics, partitions) != ("all", "all")
+            else "every partition")
+    collected = [c for c in focus.get("collected") or [] if isinstance(c, dict)]
+    if collected:
+        text += f"; {len(collected)} input{'s' if len(collected) > 1 else ''} collected focused"
+        if len({(tuple(c.get("topics") or []), tuple(c.get("partitions") or [])) for c in collected}) > 1:
+            text += " on different partitions (read: only those every one kept)"
+        sinces = sorted({str(c["since"]) for c in collected if c.get("since")})
+        if sinces:
+            text += (f", without the segments older than {' / '.join(sinces)} (each log read starts at its oldest segment "
+                     "kept, not at the broker's log start)")
+        if any(c.get("consumer_offsets") is False for c in collected):
+            text += ", without __consumer_offsets"
+        left = [c.get("left_out") or {} for c in collected]
+        parts, segs = sum(x.get("partitions", 0) for x in left), sum(x.get("segments", 0) for x in left)
+        size = sum(x.get("partition_bytes", 0) + x.get("segment_bytes", 0) for x in left)
+        text += f": {parts} partition folders and {segs} segments ({human_bytes(size)}) left out, as COLLECT.txt lists"
+    return text
 
 
 def _inputs(data: ReportData) -> list[str]:

@@ -22,6 +22,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 from concurrent.futures import Executor, Future
+from fnmatch import translate
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +31,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from jobs.history import metadata, timeline, views
+from jobs.ingest.focus import INTERNAL_PREFIX, Focus
 from jobs.replicas import compare, epoch_lineage, offset_ranges, replica_logs
 from jobs.replicas.ledger import read_ledger
 from jobs.replicas.replica_logs import live_segment_batches
@@ -39,7 +41,7 @@ from jobs.store.spark import side_by_side
 
 INPUT_TABLES = ["brokers", "files", "batches", "batch_runs", "records", "checkpoints", "leader_epochs", "partition_metadata",
                 "clean_shutdown", "problems", "index_files", "index_entries", "producer_states", "metadata_records", "consumer_offsets",
-                "transactions", "log_events", "remote_segments"]
+                "transactions", "log_events", "remote_segments", "share_group_state"]
 # (topic, partition) rows, for the few partitions a comparison reads
 PARTITION_SCHEMA = T.StructType([T.StructField("topic", T.StringType()), T.StructField("partition", T.IntegerType())])
 # Past this many replicas with unmatched batches, the records are not filtered by literal offset
@@ -70,11 +72,35 @@ class once_property:
         return values[self.name]
 
 
-class Case:
-    """One ingested output DIR under investigation (``ledger``: the producers' acknowledgements, if given)."""
+def focused_events(events: DataFrame, focus: Focus | None) -> DataFrame:
+    """metadata_events of the partitions ``focus`` keeps. Ingest kept every partition record of
+    the metadata log (they name a topic id, not a topic), so without this a focused analysis would
+    list, as clean, partitions it never read, and judge their elections from the metadata alone.
+    Globs become Java regexes (``fnmatch.translate``) so that nothing is collected to filter."""
+    if focus is None:
+        return events
+    topic, partition = F.col("topic"), F.col("partition")
+    for f in (focus, *(Focus(c.topics, c.partitions) for c in focus.collected)):
+        if not (f.topics or f.partitions):
+            continue  # (a collection focused by --since alone)
+        kept = F.lit(True)
+        if f.topics:
+            kept = F.lit(False)
+            for glob in f.topics:
+                kept = kept | topic.rlike("^" + translate(glob))  # (rlike finds: anchored)
+        if f.partitions:
+            kept = kept & (partition.isNull() | partition.isin(list(f.partitions)))
+        events = events.where(topic.isNull() | topic.startswith(INTERNAL_PREFIX) | kept)
+    return events
 
-    def __init__(self, spark: SparkSession, out: Path, tables: dict[str, DataFrame], ledger: Path | None = None) -> None:
-        self.spark, self.out, self.tables, self.ledger = spark, Path(out), tables, ledger
+
+class Case:
+    """One ingested output DIR under investigation (``ledger``: the producers' acknowledgements, if
+    given; ``focus``: the partitions ingest read, when not all)."""
+
+    def __init__(self, spark: SparkSession, out: Path, tables: dict[str, DataFrame], ledger: Path | None = None,
+                 focus: Focus | None = None) -> None:
+        self.spark, self.out, self.tables, self.ledger, self.focus = spark, Path(out), tables, ledger, focus
         self._shared: dict[Callable, Any] = {}
         self._locks: dict[Any, threading.RLock] = {}
         self._locks_lock = threading.Lock()
@@ -83,11 +109,11 @@ class Case:
 
     @classmethod
     def open(cls, spark: SparkSession, out: Path, ledger: Path | None = None, stage: Callable[[str], None] = lambda name: None,
-             pool: Executor | None = None) -> Case:
+             pool: Executor | None = None, focus: Focus | None = None) -> Case:
         """Read the ingested tables under ``out`` and write the job tables next to them (``stage``
         is told each one's name as it starts). With ``pool``, the timeline (which no detector
         reads) is written there while the caller goes on: ``timeline_written`` is its future."""
-        case = cls(spark, out, {name: read_table(spark, out, name) for name in INPUT_TABLES}, ledger)
+        case = cls(spark, out, {name: read_table(spark, out, name) for name in INPUT_TABLES}, ledger, focus)
         try:
             case.write_job_tables(stage, pool)
         except BaseException:  # (what it cached so far goes, in a session that goes on)
@@ -102,7 +128,7 @@ class Case:
         t = self.tables
         with side_by_side(1, "kf-job") as beside:
             stage("jobs: replica logs, metadata log")
-            meta = beside.submit(self._written, metadata.metadata_events(t["metadata_records"]), "metadata_events")
+            meta = beside.submit(self._written, focused_events(metadata.metadata_events(t["metadata_records"]), self.focus), "metadata_events")
             self.replica_logs = self._written(replica_logs.build(t), "replica_logs")
             self.metadata_events = meta.result()
             stage("jobs: epoch lineage, offset ranges")
@@ -185,10 +211,16 @@ class Case:
         """The differing partitions' batches some replica lacks (``compare.not_everywhere``), with
         their transaction outcome: cached, as the unmatched sides, their offset windows and the
         record joins all read them (a diverged tail, not the whole log). A healthy partition's
-        batches are never read here, and the outcome's window sorts transactional batches only."""
-        batches = self._differing_rows("batches")
-        aborted = compare.aborted_batches(batches, self._differing_rows("records"))
-        return compare.not_everywhere(live_segment_batches(batches), self.replica_logs, aborted).cache()
+        batches are never read here, and the outcome's window sorts transactional batches only;
+        where their replicas hold no control batch at all (``control_records``), no record is read
+        for a marker."""
+        batches = live_segment_batches(self._differing_rows("batches"))
+        differing = set(self.differing)
+        if any(r["control_records"] for r in self.rl if (r["topic"], r["partition"]) in differing):
+            aborted = compare.aborted_batches(batches, self._differing_rows("records"))
+        else:  # no marker anywhere in them: nothing is aborted, and their records are not scanned for one
+            aborted, batches = None, batches.withColumn("aborted", F.lit(False))
+        return compare.not_everywhere(batches, self.replica_logs, aborted).cache()
 
     def _differing_rows(self, table: str) -> DataFrame:
         """Input table ``table``'s rows of the ``differing`` partitions only."""
@@ -244,4 +276,5 @@ class Case:
     @once_property
     def history(self) -> dict:
         t = self.tables
-        return views.collect(self.metadata_events, self.log_events, self.replica_logs, t["consumer_offsets"], t["transactions"])
+        return views.collect(self.metadata_events, self.log_events, self.replica_logs, t["consumer_offsets"], t["transactions"],
+                             t["share_group_state"])

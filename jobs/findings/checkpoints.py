@@ -22,7 +22,7 @@ def checkpoint_findings(rl: list) -> list[Finding]:
             v = r[col]
             if v is not None and v > r["leo"]:
                 out.append(Finding(
-                    kind="checkpoint_inconsistent", topic=r["topic"], partition=r["partition"], brokers=[r["broker"]],
+                    kind="checkpoint_inconsistent", severity=KINDS["checkpoint_inconsistent"], topic=r["topic"], partition=r["partition"], brokers=[r["broker"]],
                     first_offset=r["leo"], last_offset=v - 1,
                     evidence=[Evidence(r["broker"], r["log_dir"], None, f"{name} checkpoint {v} > LEO {r['leo']}")],
                     explanation=f"The {name} checkpointed for {r['topic']}-{r['partition']} on broker {r['broker']} is "

@@ -45,7 +45,7 @@ KINDS = {
 PROBLEM_EXPLANATIONS = {
     "metadata_record_undecodable": "A __cluster_metadata record does not decode as its type and version say; Kafka would fail to "
                                    "replay this log here. The metadata timeline skips the record.",
-    "invalid_record": "An internal-topic record (__consumer_offsets / __transaction_state / __remote_log_metadata) does not decode; Kafka's coordinator "
+    "invalid_record": "An internal-topic record (__consumer_offsets / __transaction_state / __share_group_state / __remote_log_metadata) does not decode; Kafka's coordinator "
                       "would fail to load it. It is kept raw in its table.",
     "truncated_gzip": "This compressed broker log ends early (cut by rotation or copying): its events up to the cut are used.",
     "corrupt_gzip": "This compressed broker log is damaged: its events up to the damage are used.",
@@ -89,7 +89,7 @@ def problem_findings(problems: DataFrame) -> list[Finding]:
         if r["n"] > 1:
             detail = f"{detail} (and {r['n'] - 1} more in this file)"
         out.append(Finding(
-            kind=r["kind"], topic=r["topic"], partition=r["partition"], brokers=[r["broker"]],
+            kind=r["kind"], severity=KINDS[r["kind"]], topic=r["topic"], partition=r["partition"], brokers=[r["broker"]],
             evidence=[Evidence(r["broker"], r["path"], r["position"], detail)],
             explanation=PROBLEM_EXPLANATIONS.get(r["kind"], f"{r['kind']} in {r['path']}."),
         ))
@@ -111,7 +111,7 @@ def index_past_eof_findings(index_entries: DataFrame, files: DataFrame) -> list[
     for r in g.collect():
         first = r["first"]
         out.append(Finding(
-            kind="index_mismatch", topic=r["topic"], partition=r["partition"], brokers=[r["broker"]], first_offset=first["offset"],
+            kind="index_mismatch", severity=KINDS["index_mismatch"], topic=r["topic"], partition=r["partition"], brokers=[r["broker"]], first_offset=first["offset"],
             evidence=[Evidence(r["broker"], r["path"], first["slot"] * 8,
                                f"entry {first['slot']} (offset {first['offset']}) points to byte {first['position']}, beyond the "
                                f"{r['segment_size']}-byte segment" + (f" (and {r['n'] - 1} more entries)" if r["n"] > 1 else ""))],

@@ -39,7 +39,7 @@ def divergence_findings(ranges: list, surv: dict | None = None) -> list[Finding]
     ``surv`` (``jobs.replicas.survivors.survivors``) names each partition's surviving log: the
     finding carries it as ``surviving_broker`` and the other replicas as ``salvage_brokers``, whose
     versions of the range the cluster will lose (``salvage`` exports them). Undetermined: only the
-    replicas that are no candidate are named for salvage."""
+    replicas that are no candidate and differ from one are named for salvage."""
     merged: dict[tuple, dict] = {}
     for g in ranges:
         if g["status"] != "divergent":
@@ -48,6 +48,7 @@ def divergence_findings(ranges: list, surv: dict | None = None) -> list[Finding]
         m = merged.setdefault(key, {"brokers": set(), "epochs": set(), "ev": [], "bytes": 0, "records": g["offsets"],
                                     "producers": [], "ts": []})
         m["brokers"] |= {g["broker_a"], g["broker_b"]}
+        m.setdefault("pairs", []).append((g["broker_a"], g["broker_b"]))
         m["epochs"] |= set(g["epochs_a"] or []) | set(g["epochs_b"] or [])
         m["bytes"] = max(m["bytes"], (g["bytes_a"] or 0), (g["bytes_b"] or 0))
         for side in ("a", "b"):
@@ -62,12 +63,15 @@ def divergence_findings(ranges: list, surv: dict | None = None) -> list[Finding]
         ts = [t for t in m["ts"] if t is not None]
         s = (surv or {}).get((topic, part))
         candidates = {c["broker"] for c in s["candidates"]} if s else set(m["brokers"])
+        # salvage: a replica whose records here differ from a candidate's (one that holds the
+        # survivor's records, e.g. a follower on its lineage, differs only from the forked replica)
+        salvage = {b for pair in m["pairs"] for b, other in (pair, pair[::-1]) if b not in candidates and other in candidates}
         out.append(Finding(
-            kind="replica_divergence", topic=topic, partition=part, brokers=sorted(m["brokers"]),
+            kind="replica_divergence", severity=KINDS["replica_divergence"], topic=topic, partition=part, brokers=sorted(m["brokers"]),
             first_offset=first, last_offset=last, records=m["records"], bytes=m["bytes"], leader_epochs=sorted(m["epochs"]),
             producers=_dedupe(m["producers"]), first_timestamp=min(ts) if ts else None, last_timestamp=max(ts) if ts else None,
             evidence=m["ev"], surviving_broker=s["broker"] if s else None,
-            salvage_brokers=sorted(set(m["brokers"]) - candidates),
+            salvage_brokers=sorted(salvage),
             explanation=f"Brokers {', '.join(map(str, sorted(m['brokers'])))} hold different records at offsets {first}-{last} of "
                         f"{topic}-{part} (leader epochs {sorted(m['epochs'])}): the logs forked, {fork_cause(bool(m['epochs']))}; "
                         "the replica with the latest epoch is what survives.",
@@ -85,5 +89,15 @@ def _dedupe(producers: list[dict]) -> list[dict]:
     return out
 
 
-def find(case) -> list[Finding]:
+def _divergences(case) -> list[Finding]:
     return divergence_findings(case.ranges, case.survivors)
+
+
+def divergences(case) -> list[Finding]:
+    """The replica_divergence findings with their surviving and salvage brokers, once per case: the
+    consumer-impact rule (``loss``) names the same ranges and brokers as this detector reports."""
+    return case.shared(_divergences)
+
+
+def find(case) -> list[Finding]:
+    return divergences(case)

@@ -132,7 +132,7 @@ def unclean_election_findings(elections: list, log_unclean: list, lineage: list)
         where = f" at offset {start}" if start is not None else ""
         kind_of = "unclean recovery" if e["elected_from"] == "last_known_leader" else "unclean election"
         f = Finding(
-            kind="unclean_leader_election", topic=e["topic"], partition=e["partition"],
+            kind="unclean_leader_election", severity=KINDS["unclean_leader_election"], topic=e["topic"], partition=e["partition"],
             brokers=[e["leader"], *(e["prev_isr"] or [])], first_offset=start, leader_epochs=[e["leader_epoch"]],
             first_timestamp=t, last_timestamp=t, evidence=ev, evidence_basis="metadata_log",
             explanation=f"Broker {e['leader']} was elected leader of {e['topic']}-{e['partition']} {how} ({kind_of}, leader epoch "
@@ -155,7 +155,7 @@ def unclean_election_findings(elections: list, log_unclean: list, lineage: list)
         start = starts.get((topic, part, epoch))
         t = min((ms(r["time"]) for r in lines if r["time"] is not None), default=None)
         f = Finding(
-            kind="unclean_leader_election", topic=topic, partition=part, brokers=[leader],
+            kind="unclean_leader_election", severity=KINDS["unclean_leader_election"], topic=topic, partition=part, brokers=[leader],
             first_offset=start, leader_epochs=[epoch] if epoch is not None else [], first_timestamp=t, last_timestamp=t,
             evidence=[_line_evidence(r) for r in lines], evidence_basis="broker_log",
             explanation=f"Broker {leader} was elected leader of {topic}-{part}"
@@ -298,14 +298,14 @@ def files_election_findings(rl: list, lineage: list, surv: dict, decided: dict |
         common = dict(topic=topic, partition=part, brokers=who, first_offset=start, last_offset=hw - 1, records=hw - start,
                       leader_epochs=[epoch], evidence=ev, evidence_basis="files")
         if all(crashed) and crashed:
-            out.append(Finding(kind="committed_data_lost_in_crash", **common, explanation=(
+            out.append(Finding(kind="committed_data_lost_in_crash", severity=KINDS["committed_data_lost_in_crash"], **common, explanation=(
                 f"{where}; its leader, {named}, shows an unclean shutdown with its recovery point below that HW: it lost "
                 "committed records it had not flushed in a crash and was then elected "
                 + ("cleanly (the metadata log records the election), as the last replica standing"
                    if clean else "(cleanly, as the last replica standing, or from outside the ISR: the files cannot tell)")
                 + f", so offsets {start}-{hw - 1} were lost or overwritten.")))
         else:
-            out.append(Finding(kind="unclean_leader_election", **common, explanation=(
+            out.append(Finding(kind="unclean_leader_election", severity=KINDS["unclean_leader_election"], **common, explanation=(
                 f"{where}; with leader epochs (KIP-101) a leader elected from the ISR starts at or above the HW, and its leader, "
                 f"{named}, shows no crash that lost data: it was elected from outside the ISR (unclean election, decided from the "
                 f"files), and committed offsets {start}-{hw - 1} are lost.")))
@@ -361,7 +361,7 @@ def epoch_conflict_findings(lineage: list, rl: list) -> list[Finding]:
         starts = {row["batch_start_offset"] for row in rows}
         if len(starts) > 1:
             out.append(Finding(
-                kind="leader_epoch_conflict", topic=topic, partition=part, brokers=[row["broker"] for row in rows],
+                kind="leader_epoch_conflict", severity=KINDS["leader_epoch_conflict"], topic=topic, partition=part, brokers=[row["broker"] for row in rows],
                 first_offset=min(starts), last_offset=max(starts) - 1, leader_epochs=[epoch],
                 evidence=[Evidence(row["broker"], None, None, f"epoch {epoch} starts at {row['batch_start_offset']}") for row in rows],
                 explanation=f"Replicas disagree on where leader epoch {epoch} of {topic}-{part} starts "

@@ -22,7 +22,7 @@ def gap_findings(holes: list) -> list[Finding]:
         kind = "segment_gap" if h["at_segment_boundary"] else "offset_gap"
         n = h["last_offset"] - h["first_offset"] + 1
         out.append(Finding(
-            kind=kind, topic=h["topic"], partition=h["partition"], brokers=[h["broker"]],
+            kind=kind, severity=KINDS[kind], topic=h["topic"], partition=h["partition"], brokers=[h["broker"]],
             first_offset=h["first_offset"], last_offset=h["last_offset"], records=n,
             evidence=[Evidence(h["broker"], h["path"], h["position"], f"offsets {h['first_offset']}-{h['last_offset']} missing before this batch")],
             explanation=f"{n} offsets are missing inside the log of a non-compacted topic; no transaction marker, "
@@ -43,7 +43,7 @@ def segment_overlap_findings(runs: DataFrame) -> list[Finding]:
     out = []
     for r in seg.where(F.col("next_first") <= F.col("last")).collect():
         out.append(Finding(
-            kind="segment_overlap", topic=r["topic"], partition=r["partition"], brokers=[r["broker"]],
+            kind="segment_overlap", severity=KINDS["segment_overlap"], topic=r["topic"], partition=r["partition"], brokers=[r["broker"]],
             first_offset=r["next_first"], last_offset=r["last"], records=r["last"] - r["next_first"] + 1,
             evidence=[Evidence(r["broker"], r["next_path"], 0, f"starts at {r['next_first']}, before the end {r['last']} of {r['path']}")],
             explanation="Two segments of the same log hold the same offsets: a fetch or recovery went wrong and consumers "

@@ -18,7 +18,7 @@ def topic_id_findings(rl: list) -> list[Finding]:
     for (topic, part), ids in by.items():
         if len(set(ids.values())) > 1:
             out.append(Finding(
-                kind="topic_id_mismatch", topic=topic, partition=part, brokers=list(ids),
+                kind="topic_id_mismatch", severity=KINDS["topic_id_mismatch"], topic=topic, partition=part, brokers=list(ids),
                 evidence=[Evidence(b, None, None, f"partition.metadata topic_id {i}") for b, i in sorted(ids.items())],
                 explanation=f"Replicas of {topic}-{part} carry different topic ids: one holds data of a deleted and re-created "
                             "topic of the same name, which Kafka will not mix.",
@@ -31,7 +31,7 @@ def cluster_id_findings(brokers: list) -> list[Finding]:
     if len(set(ids.values())) <= 1:
         return []
     return [Finding(
-        kind="cluster_id_mismatch", brokers=list(ids),
+        kind="cluster_id_mismatch", severity=KINDS["cluster_id_mismatch"], brokers=list(ids),
         evidence=[Evidence(b, None, None, f"meta.properties cluster.id {c}") for b, c in sorted(ids.items())],
         explanation="The collected brokers belong to different clusters (meta.properties cluster.id differs): "
                     "either the collection mixes clusters or a broker was re-formatted.",

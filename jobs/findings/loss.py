@@ -13,6 +13,8 @@ what every candidate lacks is lost, and the finding's ``surviving_broker`` is nu
 
 from __future__ import annotations
 
+import base64
+import uuid
 from collections import defaultdict
 
 from pyspark.sql import DataFrame
@@ -22,7 +24,7 @@ from jobs.replicas.ledger import ledger_lost_offsets, lost_acks, lost_ledger_row
 from jobs.replicas.offset_ranges import islands
 from jobs.replicas.survivors import brokers_text, lost_on_every_candidate, surviving_log_text
 
-from .divergence import divergence_findings, producer_entries
+from .divergence import divergences, producer_entries
 from .model import Evidence, Finding
 
 KINDS = {
@@ -117,7 +119,7 @@ def loss_findings(ranges: list, surv: dict) -> list[Finding]:
         ev = [Evidence(h, g["path"], g["position"], "holds the committed copy") for h in holders[:3]]
         ev.append(survivor_evidence(s, "holds other records" if g["overwritten"] else "lacks them"))
         out.append(Finding(
-            kind="acked_data_loss", topic=g["topic"], partition=g["partition"],
+            kind="acked_data_loss", severity=KINDS["acked_data_loss"], topic=g["topic"], partition=g["partition"],
             brokers=[*(c["broker"] for c in s["candidates"]), *holders],
             first_offset=g["first_offset"], last_offset=g["last_offset"], records=g["records"], bytes=g["bytes"],
             leader_epochs=list(g["epochs"] or []),
@@ -130,10 +132,52 @@ def loss_findings(ranges: list, surv: dict) -> list[Finding]:
     return out
 
 
+def progress_text(c) -> str:
+    """The evidence line of a group's progress: its commit, or its share-partition start offset."""
+    if _is_share(c):
+        acked = f", acknowledged or archived up to {c['committed_offset'] - 1}" if c["committed_offset"] > c["start_offset"] else ""
+        return f"__share_group_state: share group {c['group']} start offset {c['start_offset']}{acked}"
+    return f"__consumer_offsets: group {c['group']} committed offset {c['committed_offset']}"
+
+
+def _is_share(c) -> bool:
+    return isinstance(c, dict) and bool(c.get("share"))
+
+
+def share_progress(starts: list, rl: list) -> list[dict]:
+    """Share groups' progress (``views.share_starts`` rows) as rows shaped like commits
+    (``committed_offset`` = the first offset not acknowledged: the start offset moved over the
+    acknowledged batches after it, as SharePartition loads it; ``share`` True), on the topic that
+    partition.metadata names by the record's topic id. A topic id no collected replica carries
+    (a deleted topic, or one re-created under a new id) names nothing and is left out."""
+    if not starts:
+        return []
+    names = {r["topic_id"]: r["topic"] for r in rl if r["topic_id"]}  # replica_logs: the id as a UUID string
+    out = []
+    for s in starts:
+        topic = names.get(_uuid_text(s["topic_id"]))
+        if topic is not None:
+            out.append({"group": s["group"], "topic": topic, "partition": s["partition"], "committed_offset": s["acknowledged_to"],
+                        "start_offset": s["start_offset"], "broker": s["broker"], "path": s["path"],
+                        "batch_position": s["batch_position"], "share": True})
+    return out
+
+
+def _uuid_text(topic_id: str) -> str | None:
+    """Kafka's ``Uuid.toString()`` (base64url, as coordinator records are decoded) as the UUID
+    string ``replica_logs`` carries; None when it is not 16 bytes."""
+    try:
+        raw = base64.urlsafe_b64decode(topic_id + "=" * (-len(topic_id) % 4))
+    except (ValueError, TypeError):
+        return None
+    return str(uuid.UUID(bytes=raw)) if len(raw) == 16 else None
+
+
 def consumer_loss_findings(commits: list, rl: list, loss: list[Finding]) -> list[Finding]:
-    """Committed consumer offsets beyond every replica's log end. ``commits``: latest commit per
-    (group, topic, partition) with path/offset evidence. Existing loss findings that cover the
-    same offsets get the commit as evidence instead of a second count."""
+    """Committed consumer offsets (and share-partition start offsets) beyond every replica's log
+    end. ``commits``: latest commit per (group, topic, partition) with path/offset evidence.
+    Existing loss findings that cover the same offsets get the commit as evidence instead of a
+    second count."""
     leo: dict[tuple, int] = {}
     for r in rl:
         if r["dir_state"] == "live" and r["leo"] is not None:
@@ -148,15 +192,14 @@ def consumer_loss_findings(commits: list, rl: list, loss: list[Finding]) -> list
     for k, cs in by.items():
         top = max(c["committed_offset"] for c in cs)
         first, last = leo[k], top - 1
-        ev = [Evidence(c["broker"], c["path"], c["batch_position"],
-                       f"__consumer_offsets: group {c['group']} committed offset {c['committed_offset']}") for c in cs[:5]]
+        ev = [Evidence(c["broker"], c["path"], c["batch_position"], progress_text(c)) for c in cs[:5]]
         hit = [f for f in loss if f.topic == k[0] and f.partition == k[1] and f.first_offset is not None
                and f.first_offset <= last and f.last_offset >= first]
         if hit:
             hit[0].evidence.extend(ev)
             continue
         out.append(Finding(
-            kind="acked_data_loss", topic=k[0], partition=k[1], brokers=[],
+            kind="acked_data_loss", severity=KINDS["acked_data_loss"], topic=k[0], partition=k[1], brokers=[],
             first_offset=first, last_offset=last, records=last - first + 1, evidence=ev,
             explanation=f"Consumer group(s) {', '.join(sorted({c['group'] for c in cs}))} committed offsets up to {top} on "
                         f"{k[0]}-{k[1]} but no replica's log reaches beyond {first}: offsets {first}-{last} were read (so committed) "
@@ -176,8 +219,15 @@ def interval_union(spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
     return out
 
 
-def _next_fetch(c: int, hit: list[Finding], leo: int | None) -> str:
-    """What the group's next fetch from ``c`` does against the surviving log (its LEO ``leo``)."""
+def _next_fetch(c: int, hit: list[Finding], leo: int | None, share: bool = False) -> str:
+    """What the group's next fetch from ``c`` does against the surviving log (its LEO ``leo``).
+    A share group past the end does not reset: the leader answers its share fetches
+    OFFSET_OUT_OF_RANGE, ``SharePartition.updateCacheAndOffsets`` refuses to move the start offset
+    back to the log start, and the fetch is retried (``ShareFetchUtils``) until the log reaches it."""
+    if leo is not None and c > leo and share:
+        return (f"Its share fetches, at {c}, are beyond the surviving log's end ({leo}): Kafka does not move a share-partition's "
+                f"start offset back, so the records the surviving log writes at offsets {leo}-{c - 1} are never delivered to "
+                "the group.")
     if leo is not None and c > leo:
         return (f"Its next fetch, at {c}, is beyond the surviving log's end ({leo}): OFFSET_OUT_OF_RANGE, and the group resets "
                 "by its auto.offset.reset (earliest re-reads from the log start, latest skips what is written until then).")
@@ -193,11 +243,12 @@ def _next_fetch(c: int, hit: list[Finding], leo: int | None) -> str:
 
 def consumer_read_lost(commits: list, ranges: list[Finding], leo: dict[tuple[str, int], int | None]) -> list[Finding]:
     """One ``consumer_read_lost_data`` per group and partition whose latest commit (``commits``: rows of
-    ``views.collect``) lies past the first offset of a lost (``acked_data_loss``) or divergent
-    (``replica_divergence``) range of ``ranges``: it has read records there. ``leo``: the surviving
-    log's LEO per partition (None when undetermined). Error when some of those records are held by
-    no replica any more (a loss range with no salvage broker), else warning. A commit at or below a
-    range's first offset (a group behind, or on a healthy partition) is nothing."""
+    ``views.collect``, and ``share_progress`` rows: a share group's start offset, below which every
+    record was acknowledged or archived) lies past the first offset of a lost (``acked_data_loss``)
+    or divergent (``replica_divergence``) range of ``ranges``: it has read records there. ``leo``:
+    the surviving log's LEO per partition (None when undetermined). Error when some of those records
+    are held by no replica any more (a loss range with no salvage broker), else warning. A commit at
+    or below a range's first offset (a group behind, or on a healthy partition) is nothing."""
     by_part: dict[tuple, list[Finding]] = defaultdict(list)
     for f in ranges:
         if f.kind in ("acked_data_loss", "replica_divergence") and f.first_offset is not None and f.last_offset is not None:
@@ -211,22 +262,30 @@ def consumer_read_lost(commits: list, ranges: list[Finding], leo: dict[tuple[str
         spans = interval_union([(f.first_offset, min(f.last_offset, c - 1)) for f in hit])
         gone = [f for f in hit if f.kind == "acked_data_loss" and not f.salvage_brokers]
         salvage = sorted({b for f in hit for b in f.salvage_brokers})
+        lost_salvage = sorted({b for f in hit if f.kind == "acked_data_loss" for b in f.salvage_brokers})
+        survivor = next((f.surviving_broker for f in hit if f.surviving_broker is not None), None)
         what = ("records no replica holds any more" if gone else
-                f"records the surviving log lacks, still held by broker {brokers_text(salvage)} (salvageable)" if salvage else
+                f"records the surviving log lacks, still held by broker {brokers_text(lost_salvage)} (salvageable)" if lost_salvage else
                 f"offsets where replicas {brokers_text({b for f in hit for b in f.brokers})} hold different records "
-                "(it read whichever the broker it fetched from held)")
+                "(it read whichever the broker it fetched from held" + (
+                    f"; the surviving log is broker {survivor}'s, broker {brokers_text(salvage)}'s are salvageable)"
+                    if salvage and survivor is not None else ")"))
         read = ", ".join(f"{lo}-{hi}" for lo, hi in spans)
-        ev = [Evidence(cm["broker"], cm["path"], cm["batch_position"],
-                       f"__consumer_offsets: group {cm['group']} committed offset {c}")]
+        share = _is_share(cm)
+        ev = [Evidence(cm["broker"], cm["path"], cm["batch_position"], progress_text(cm))]
         ev += [Evidence(None, None, None, f"{f.kind} at offsets {f.first_offset}-{f.last_offset}: {f.explanation}") for f in hit[:3]]
         out.append(Finding(
-            kind="consumer_read_lost_data", severity="error" if gone else "", topic=key[0], partition=key[1],
+            kind="consumer_read_lost_data", severity="error" if gone else KINDS["consumer_read_lost_data"], topic=key[0], partition=key[1],
             brokers=[b for f in hit for b in f.brokers], first_offset=spans[0][0], last_offset=spans[-1][1],
             records=sum(hi - lo + 1 for lo, hi in spans), leader_epochs=[e for f in hit for e in f.leader_epochs],
             evidence=ev, salvage_brokers=salvage,
-            surviving_broker=next((f.surviving_broker for f in hit if f.surviving_broker is not None), None),
-            explanation=f"Consumer group {cm['group']} committed offset {c} on {key[0]}-{key[1]}: it read past offsets {read}, "
-                        f"{what}. {_next_fetch(c, hit, leo.get(key))}".rstrip(),
+            surviving_broker=survivor,
+            explanation=(f"Share group {cm['group']} acknowledged or archived every record of {key[0]}-{key[1]} below offset {c} "
+                         f"(its share-partition start offset {cm['start_offset']}"
+                         + (", and the acknowledged state batches after it" if c > cm["start_offset"] else "")
+                         + f"): it consumed past offsets {read}, " if share else
+                         f"Consumer group {cm['group']} committed offset {c} on {key[0]}-{key[1]}: it read past offsets {read}, ")
+                        + f"{what}. {_next_fetch(c, hit, leo.get(key), share)}".rstrip(),
         ))
     return out
 
@@ -275,7 +334,8 @@ def find(case) -> list[Finding]:
     loss = hw_loss(case)
     h = case.history
     complete = [r for r in case.rl if (r["topic"], r["partition"]) in h["complete"]]
-    loss = loss + consumer_loss_findings(h["commits"], complete, loss)
+    progress = list(h["commits"]) + share_progress(h.get("share_starts", []), case.rl)
+    loss = loss + consumer_loss_findings(progress, complete, loss)
     by_key = {(r["topic"], r["partition"], r["broker"]): r["leo"] for r in case.rl}
     leo = {k: None if s["broker"] is None else by_key.get((*k, s["broker"])) for k, s in case.survivors.items()}
-    return loss + consumer_read_lost(h["commits"], loss + divergence_findings(case.ranges), leo)
+    return loss + consumer_read_lost(progress, loss + divergences(case), leo)

@@ -1,8 +1,10 @@
 """The findings vocabulary and document: one place that knows the contract's finding shape.
 
-Each finding module declares its kinds with their severity (``registry.KIND_SEVERITY`` gathers
-them): corrupt or lost data is an error, what is inconsistent but not proven harmful a warning,
-context info. Detections build ``Finding`` objects (few: one per anomaly, never one per record), so the driver
+Each finding module declares its kinds with their severity (``KINDS``; ``registry.KIND_SEVERITY``
+gathers them): corrupt or lost data is an error, what is inconsistent but not proven harmful a
+warning, context info. A detection builds each ``Finding`` with the severity its module declares
+(``severity=KINDS[kind]``): this module knows no detector, and a finding without a known severity is
+refused rather than guessed. Findings are few (one per anomaly, never one per record), so the driver
 may hold them. They become the ``findings`` table and ``findings.json`` with the exact field
 names of ../shared/docs/contract.md.
 """
@@ -18,9 +20,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from pyspark.sql import types as T
-
-from .severity import SEVERITY_RANK
+from .severity import SEVERITIES, SEVERITY_RANK
 
 
 def ms(t: datetime | None) -> int | None:
@@ -39,6 +39,7 @@ class Evidence:
 @dataclass
 class Finding:
     kind: str
+    severity: str  # the one its detector's KINDS declares for ``kind`` (a few kinds raise it case by case)
     topic: str | None = None
     partition: int | None = None
     brokers: list[int] = field(default_factory=list)
@@ -58,14 +59,12 @@ class Finding:
     surviving_broker: int | None = None
     # what decided an election finding's cause: "metadata_log", "broker_log" or "files" (None on other kinds)
     evidence_basis: str | None = None
-    severity: str = ""
     id: str = ""
 
     def __post_init__(self) -> None:
-        if not self.severity:
-            from .registry import KIND_SEVERITY  # the detectors import this module
-
-            self.severity = KIND_SEVERITY.get(self.kind, "warning")
+        if self.severity not in SEVERITY_RANK:
+            raise ValueError(f"finding {self.kind!r}: severity {self.severity!r} is not one of {', '.join(SEVERITIES)} "
+                             "(its detector passes the severity its KINDS declares)")
         self.brokers = sorted({int(b) for b in self.brokers if b is not None})
         self.leader_epochs = sorted({int(e) for e in self.leader_epochs if e is not None and e >= 0})
         self.salvage_brokers = sorted({int(b) for b in self.salvage_brokers if b is not None})
@@ -140,42 +139,8 @@ def write_json(path: Path, doc: dict[str, Any]) -> None:
     os.replace(tmp, path)
 
 
-EVIDENCE_TYPE = T.StructType([
-    T.StructField("broker", T.IntegerType()),
-    T.StructField("path", T.StringType()),
-    T.StructField("position", T.LongType()),
-    T.StructField("detail", T.StringType()),
-])
-PRODUCER_TYPE = T.StructType([
-    T.StructField("producer_id", T.LongType()),
-    T.StructField("producer_epoch", T.IntegerType()),
-    T.StructField("first_sequence", T.IntegerType()),
-    T.StructField("last_sequence", T.IntegerType()),
-])
-FINDINGS_SCHEMA = T.StructType([
-    T.StructField("id", T.StringType()),
-    T.StructField("kind", T.StringType()),
-    T.StructField("severity", T.StringType()),
-    T.StructField("topic", T.StringType()),
-    T.StructField("partition", T.IntegerType()),
-    T.StructField("brokers", T.ArrayType(T.IntegerType())),
-    T.StructField("first_offset", T.LongType()),
-    T.StructField("last_offset", T.LongType()),
-    T.StructField("records", T.LongType()),
-    T.StructField("bytes", T.LongType()),
-    T.StructField("leader_epochs", T.ArrayType(T.IntegerType())),
-    T.StructField("producers", T.ArrayType(PRODUCER_TYPE)),
-    T.StructField("first_timestamp", T.LongType()),
-    T.StructField("last_timestamp", T.LongType()),
-    T.StructField("evidence", T.ArrayType(EVIDENCE_TYPE)),
-    T.StructField("explanation", T.StringType()),
-    T.StructField("salvage_brokers", T.ArrayType(T.IntegerType())),
-    T.StructField("surviving_broker", T.IntegerType()),
-    T.StructField("evidence_basis", T.StringType()),
-])
-
-
 def to_rows(findings: list[Finding]) -> list[tuple]:
+    """The findings as rows of the ``findings`` table (``jobs.store.tables.FINDINGS_SCHEMA``)."""
     rows = []
     for f in findings:
         d = f.to_json()

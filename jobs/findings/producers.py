@@ -32,7 +32,7 @@ def duplicate_sequence_findings(batches: DataFrame) -> list[Finding]:
     out = []
     for r in agg.collect():
         out.append(Finding(
-            kind="duplicate_sequence", topic=r["topic"], partition=r["partition"], brokers=[r["broker"]],
+            kind="duplicate_sequence", severity=KINDS["duplicate_sequence"], topic=r["topic"], partition=r["partition"], brokers=[r["broker"]],
             first_offset=r["first"], last_offset=r["second"], records=r["records"],
             producers=[{"producer_id": r["producer_id"], "producer_epoch": r["producer_epoch"],
                         "first_sequence": r["min_seq"], "last_sequence": r["max_seq"]}],

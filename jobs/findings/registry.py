@@ -1,6 +1,7 @@
-"""Every detector, in the order they run: each is a module with ``KINDS`` (kind → severity) and
-``find(case) -> list[Finding]``. Adding a finding kind: a module (or a function in the closest
-one), a line here if it is a new module, and a row in docs/findings.md."""
+"""Every detector, in the order they run: each is a module with ``KINDS`` (kind → severity, which
+each of its findings carries: ``severity=KINDS[kind]``) and ``find(case) -> list[Finding]``. Adding
+a finding kind: a module (or a function in the closest one), a line here if it is a new module, and
+a row in docs/findings.md."""
 
 from __future__ import annotations
 

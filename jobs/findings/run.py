@@ -11,30 +11,35 @@ from collections.abc import Callable
 from pathlib import Path
 
 from pyspark.sql import SparkSession
+from pyspark.sql.pandas.types import from_arrow_schema
 
+from jobs.ingest.focus import Focus
 from jobs.replicas import restart_preview
 from jobs.store.io import local_frame, write_table
 from jobs.store.spark import side_by_side
+from jobs.store.tables import FINDINGS_SCHEMA
 
 from .case import Case
-from .model import FINDINGS_SCHEMA, Finding, finalize, to_rows
+from .model import Finding, finalize, to_rows
 from .registry import DETECTORS
 
 DETECTOR_THREADS = 2
 
 
-def run(spark: SparkSession, out: Path, ledger: Path | None = None, stage: Callable[[str], None] = lambda name: None) -> list[Finding]:
+def run(spark: SparkSession, out: Path, ledger: Path | None = None, stage: Callable[[str], None] = lambda name: None,
+        focus: Focus | None = None) -> list[Finding]:
     """Compute the job tables and findings of the ingested tables under ``out``; write the job
     tables there (restart_preview last, linking the findings) and return the findings (the caller
     writes findings.json). ``stage`` is told the
-    name of each step as it starts (``jobs.ingest.progress.Stages``)."""
+    name of each step as it starts (``jobs.ingest.progress.Stages``). ``focus``: the partitions
+    ingest read, when not all (``Discovery.focus``)."""
     # two at a time: a detector's time is mostly Spark planning its queries on one JVM thread, and
     # the other core sat half idle (clean-failover: 1.2 of 2 cores busy in this phase); the
     # timeline, which no detector reads, is written beside the first of them
     case = None
     try:
         with side_by_side(DETECTOR_THREADS, "kf-detector") as pool:
-            case = Case.open(spark, out, ledger, stage=stage, pool=pool)
+            case = Case.open(spark, out, ledger, stage=stage, pool=pool, focus=focus)
 
             def find(detector) -> list[Finding]:
                 stage(f"findings: {detector.__name__.rsplit('.', 1)[-1]}")
@@ -43,7 +48,7 @@ def run(spark: SparkSession, out: Path, ledger: Path | None = None, stage: Calla
             findings = finalize([f for fs in pool.map(find, DETECTORS) for f in fs])
             case.timeline_written.result()
         stage("findings: writing")
-        write_table(local_frame(spark, to_rows(findings), FINDINGS_SCHEMA).coalesce(1), out, "findings")
+        write_table(local_frame(spark, to_rows(findings), from_arrow_schema(FINDINGS_SCHEMA)).coalesce(1), out, "findings")
         # after the findings: each truncation names the finding whose records it destroys
         stage("restart preview")
         write_table(restart_preview.build(case, findings).coalesce(1), out, "restart_preview")

@@ -60,7 +60,7 @@ def unclean_shutdown_findings(rl: list, files: DataFrame, brokers: DataFrame) ->
             ev.append(Evidence(broker, p, 0, "0-byte file of a segment rolled just before the stop"))
         where = f"log dir {names[0]}" if len(names) == 1 else f"log dirs {', '.join(names)}"
         out.append(Finding(
-            kind="unclean_shutdown", brokers=[broker], evidence=ev,
+            kind="unclean_shutdown", severity=KINDS["unclean_shutdown"], brokers=[broker], evidence=ev,
             explanation=f"Broker {broker} did not shut down cleanly (no .kafka_cleanshutdown in {where}): Kafka runs log "
                         f"recovery from the recovery point at the next start; checkpoints on disk may be stale "
                         f"({len(behind)} partitions with recovery point behind LEO).",

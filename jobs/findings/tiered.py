@@ -71,7 +71,7 @@ def gap_findings(replicas: list, segments: list[dict], gaps: list[tuple[int, int
                               f"HW checkpoint {r['hw_checkpoint']}") for r in replicas]  # fmt: skip
         brokers = sorted({r["broker"] for r in replicas})
         out.append(Finding(
-            kind="remote_log_gap", topic=replicas[0]["topic"], partition=replicas[0]["partition"], brokers=brokers,
+            kind="remote_log_gap", severity=KINDS["remote_log_gap"], topic=replicas[0]["topic"], partition=replicas[0]["partition"], brokers=brokers,
             first_offset=lo, last_offset=hi, records=hi - lo + 1, evidence=evidence,
             explanation=f"Offsets {lo}-{hi} lie between the log start and the high watermark (committed) but no replica "
                         f"({brokers_text(brokers)}) holds them locally and __remote_log_metadata records no finished copy of "

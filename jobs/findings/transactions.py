@@ -73,7 +73,7 @@ def hanging_transaction_findings(pending: list, lost_markers: list[Finding] = ()
         if r["newest_ts"] is None or first["max_timestamp"] is None or r["newest_ts"] - first["max_timestamp"] < TXN_MAX_TIMEOUT_MS:
             continue
         out.append(Finding(
-            kind="hanging_transaction", topic=r["topic"], partition=r["partition"], brokers=[r["broker"]],
+            kind="hanging_transaction", severity=KINDS["hanging_transaction"], topic=r["topic"], partition=r["partition"], brokers=[r["broker"]],
             first_offset=first["base_offset"], last_offset=last["last_offset"],
             producers=[{"producer_id": r["producer_id"], "producer_epoch": first["producer_epoch"]}],
             first_timestamp=first["max_timestamp"], last_timestamp=last["max_timestamp"],
@@ -100,14 +100,26 @@ def lost_marker_findings(pending: list, markers: list, txns: list, surv: dict) -
     """``transaction_marker_lost``: a transaction open in the surviving log (data after the producer's
     last marker) whose COMMIT/ABORT marker a replica off the surviving lineage holds after its first
     offset, or that ``__transaction_state`` records complete (CompleteCommit/CompleteAbort of that
-    producer id, at its epoch or a later one, written after the data). Such a transaction never ends
-    on its own: the coordinator has nothing left to send, so the last stable offset stays pinned at its
-    first offset. ``pending``: ``pending_transactions``; ``markers``: ``control_batches``; ``txns``:
-    the latest ``__transaction_state`` record per transactional id; ``surv``: ``survivors.survivors``."""
+    producer id, at its epoch or a later one, written after the data), or handed over: the latest
+    record of the transactional id that used this producer id (an earlier record of it, or the
+    latest's PreviousProducerId, Kafka 4.4+, KAFKA-20310) is under another producer id, written
+    after the data. The coordinator moves a transactional id to a new producer id only once every
+    transaction of the old one has its markers: at an exhausted epoch, when a transactions v2
+    transaction completes (``TransactionMetadata.prepareComplete``) or InitProducerId rotates it
+    after aborting what was open. Such a transaction never ends on its own: the coordinator has
+    nothing left to send, so the last stable offset stays pinned at its first offset. Transactions
+    v2 needs nothing else: its marker carries the data's epoch + 1, which "at its epoch or a later
+    one" takes. ``pending``: ``pending_transactions``; ``markers``: ``control_batches``; ``txns``:
+    the latest ``__transaction_state`` record per transactional id, with ``producer_ids``, every
+    producer id its records name; ``surv``: ``survivors.survivors``."""
     by_pid: dict[int, list] = {}
+    handed: dict[int, list] = {}  # producer id -> the latest record of its transactional id, now under another id
     for t in txns:
         if t["producer_id"] is not None:
             by_pid.setdefault(t["producer_id"], []).append(t)
+        for old in {*(t["producer_ids"] or []), t["previous_producer_id"]} - {None, t["producer_id"]}:
+            if old >= 0:
+                handed.setdefault(old, []).append(t)
     out = []
     for r in pending:
         s = surv.get((r["topic"], r["partition"]))
@@ -119,23 +131,32 @@ def lost_marker_findings(pending: list, markers: list, txns: list, surv: dict) -
         held = sorted((m for m in markers if (m["topic"], m["partition"], m["producer_id"]) == (r["topic"], r["partition"], r["producer_id"])
                        and m["broker"] not in cands and m["base_offset"] > first["base_offset"] and m["producer_epoch"] >= epoch),
                       key=lambda m: (m["base_offset"], m["broker"]))
-        done = [t for t in by_pid.get(r["producer_id"], []) if t["status_name"] in COMPLETE_TXN and t["producer_epoch"] is not None
-                and t["producer_epoch"] >= epoch and (t["last_update_ms"] is None or last["max_timestamp"] is None
-                                                      or t["last_update_ms"] >= last["max_timestamp"])]
+        after = [t for t in by_pid.get(r["producer_id"], []) + handed.get(r["producer_id"], [])
+                 if t["last_update_ms"] is None or last["max_timestamp"] is None or t["last_update_ms"] >= last["max_timestamp"]]
+        done = [t for t in after if t["producer_id"] != r["producer_id"] or (
+            t["status_name"] in COMPLETE_TXN and t["producer_epoch"] is not None and t["producer_epoch"] >= epoch)]
         if not held and not done:
             continue
-        tid = next((t["transactional_id"] for t in by_pid.get(r["producer_id"], [])), None)
+        tid = next((t["transactional_id"] for t in by_pid.get(r["producer_id"], []) + handed.get(r["producer_id"], [])), None)
         ev = [Evidence(r["broker"], first["path"], first["position"],
                        f"transactional data from offset {first['base_offset']} with no later COMMIT/ABORT marker in the surviving log")]
         ev += [Evidence(m["broker"], m["path"], m["position"], f"{(m['control_type'] or 'control').upper()} marker of producer "
                         f"{m['producer_id']} (epoch {m['producer_epoch']}) at offset {m['base_offset']}") for m in held[:3]]
         ev += [Evidence(t["broker"], t["path"], t["batch_position"], f"__transaction_state: {t['transactional_id']} {t['status_name']} "
-                        f"(producer {t['producer_id']}, epoch {t['producer_epoch']}) at {t['last_update_ms']}") for t in done[:1]]
-        where = (f"broker {held[0]['broker']} holds its {(held[0]['control_type'] or 'control').upper()} marker at offset "
-                 f"{held[0]['base_offset']}" if held else f"__transaction_state records it {done[0]['status_name']}")
+                        f"(producer {t['producer_id']}, epoch {t['producer_epoch']}"
+                        + (f", which took over from producer {r['producer_id']}" if t["producer_id"] != r["producer_id"] else "")
+                        + f") at {t['last_update_ms']}") for t in done[:1]]
+        if held:
+            where = (f"broker {held[0]['broker']} holds its {(held[0]['control_type'] or 'control').upper()} marker at offset "
+                     f"{held[0]['base_offset']}")
+        elif done[0]["producer_id"] != r["producer_id"]:
+            where = (f"__transaction_state records its transactional id {done[0]['status_name']} under producer id "
+                     f"{done[0]['producer_id']}, which took over from {r['producer_id']} once its transactions had ended")
+        else:
+            where = f"__transaction_state records it {done[0]['status_name']}"
         tp = f"{r['topic']}-{r['partition']}"
         out.append(Finding(
-            kind="transaction_marker_lost", topic=r["topic"], partition=r["partition"],
+            kind="transaction_marker_lost", severity=KINDS["transaction_marker_lost"], topic=r["topic"], partition=r["partition"],
             brokers=[r["broker"], *(m["broker"] for m in held)], first_offset=first["base_offset"], last_offset=last["last_offset"],
             producers=[{"producer_id": r["producer_id"], "producer_epoch": epoch}],
             first_timestamp=first["max_timestamp"], last_timestamp=last["max_timestamp"], evidence=ev,
@@ -164,7 +185,7 @@ def transaction_state_findings(txns: list, collected_ms: int | None) -> list[Fin
         if overdue <= 60_000:  # the coordinator aborts expired transactions every 10 s: give it a minute
             continue
         out.append(Finding(
-            kind="hanging_transaction", severity="warning", brokers=[t["broker"]],
+            kind="hanging_transaction", severity=KINDS["hanging_transaction"], brokers=[t["broker"]],
             first_timestamp=t["start_ms"], last_timestamp=t["last_update_ms"],
             producers=[{"producer_id": t["producer_id"], "producer_epoch": t["producer_epoch"]}],
             evidence=[Evidence(t["broker"], t["path"], t["batch_position"],

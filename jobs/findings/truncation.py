@@ -36,7 +36,7 @@ def truncation_findings(rl: list, surv: dict, hw_ranges: list) -> list[Finding]:
     for r in rl:
         if r["dir_state"] == "live" and r["hw_checkpoint"] is not None and r["segments"] and r["hw_checkpoint"] > r["leo"]:
             out.append(Finding(
-                kind="truncation_below_hw", topic=r["topic"], partition=r["partition"], brokers=[r["broker"]],
+                kind="truncation_below_hw", severity=KINDS["truncation_below_hw"], topic=r["topic"], partition=r["partition"], brokers=[r["broker"]],
                 first_offset=r["leo"], last_offset=r["hw_checkpoint"] - 1, records=r["hw_checkpoint"] - r["leo"],
                 evidence=[Evidence(r["broker"], r["log_dir"], None,
                                    f"replication-offset-checkpoint HW {r['hw_checkpoint']} > LEO {r['leo']}")],
@@ -49,7 +49,7 @@ def truncation_findings(rl: list, surv: dict, hw_ranges: list) -> list[Finding]:
         s = surv[(g["topic"], g["partition"])]
         holders = [h for h in (g["holders"] or []) if h is not None]
         out.append(Finding(
-            kind="truncation_below_hw", topic=g["topic"], partition=g["partition"],
+            kind="truncation_below_hw", severity=KINDS["truncation_below_hw"], topic=g["topic"], partition=g["partition"],
             brokers=[*(c["broker"] for c in s["candidates"]), *holders],
             first_offset=g["first_offset"], last_offset=g["last_offset"], records=g["records"],
             leader_epochs=list(g["epochs"] or []), surviving_broker=s["broker"],
@@ -78,7 +78,7 @@ def logged_truncation_findings(log_rows: list) -> list[Finding]:
                 hw, hw_row = r["hw"], r
             if r["event"] == "truncation" and r["offset"] is not None and hw is not None and r["offset"] < hw:
                 out.append(Finding(
-                    kind="truncation_below_hw", topic=topic, partition=part, brokers=[node],
+                    kind="truncation_below_hw", severity=KINDS["truncation_below_hw"], topic=topic, partition=part, brokers=[node],
                     first_offset=r["offset"], last_offset=hw - 1, records=hw - r["offset"],
                     leader_epochs=[r["leader_epoch"]] if r["leader_epoch"] is not None else [],
                     first_timestamp=ms(r["time"]), last_timestamp=ms(r["time"]),
@@ -132,7 +132,7 @@ def ledger_truncation_findings(acks: list, events: list, rl: list, loss: list) -
         first = max(a["first_offset"], min(f.first_offset for f in lost_here))
         last = min(a["last_offset"], max(f.last_offset for f in lost_here))
         out.append(Finding(
-            kind="truncation_below_hw", topic=key[0], partition=key[1], brokers=[leader],
+            kind="truncation_below_hw", severity=KINDS["truncation_below_hw"], topic=key[0], partition=key[1], brokers=[leader],
             first_offset=first, last_offset=last, records=last - first + 1, leader_epochs=[state["leader_epoch"]],
             first_timestamp=ms(t0), last_timestamp=ms(t1),
             evidence=[Evidence(None, state["path"], state["batch_position"],
@@ -165,7 +165,8 @@ def pending_truncation_findings(planned: list, rl: list) -> list[Finding]:
                                f"the surviving log's epochs answer the follower's OffsetsForLeaderEpoch {row['epochs_asked']} "
                                f"with {cut} (rule {row['rule']})"))
         out.append(Finding(
-            kind="truncation_below_hw", topic=row["topic"], partition=row["partition"], brokers=[r["broker"]],
+            kind="truncation_below_hw", severity=KINDS["truncation_below_hw"], topic=row["topic"], partition=row["partition"],
+            brokers=[r["broker"]],
             first_offset=cut, last_offset=hw - 1, records=hw - cut, leader_epochs=list(row["epochs_asked"] or []), evidence=ev,
             explanation=f"Pending: broker {r['broker']} has not rejoined {row['topic']}-{row['partition']} since the surviving log "
                         f"(broker {row['leader']}) moved on; when it follows it, it truncates from {row['leo']} to {cut} (rule "

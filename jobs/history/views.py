@@ -1,8 +1,9 @@
 """The few rows the history detections read (events, not records), from the history job tables.
 
 Business rules live here, not in the runner: which log lines count (unclean elections and the new
-leader's RECOVERING line, tied to the epoch it starts; lines with a partition and a HW or a truncation), which partitions have every assigned replica collected,
-the latest consumer commit per key and the latest transaction state per transactional id.
+leader's RECOVERING line, tied to the epoch it starts; lines with a partition and a HW or a
+truncation), which partitions have every assigned replica collected, the latest consumer commit per
+key and the latest transaction state per transactional id (with every producer id its records name).
 """
 
 from __future__ import annotations
@@ -12,10 +13,74 @@ from pyspark.sql import functions as F
 
 from jobs.store.io import collected
 
+SHARE_KEY = ["group", "topic_id", "partition"]
+ACKNOWLEDGED, ARCHIVED = 2, 4  # a share state batch's DeliveryState: both count as done (isRecordStateAcknowledged)
 
-def collect(me: DataFrame, le: DataFrame, rl_df: DataFrame, consumer_offsets: DataFrame, transactions: DataFrame) -> dict:
+
+def share_records_since_reset(share_state: DataFrame) -> DataFrame:
+    """The ``__share_group_state`` records the share coordinator's replay still depends on, per
+    (group, topic_id, partition): from its latest ShareSnapshot or tombstone on (a snapshot is the
+    whole state, ``ShareCoordinatorShard.replay``), one copy per offset (replicas of the topic hold
+    the same records; the lowest broker's is kept as evidence). A few rows per share-partition."""
+    ss = share_state.where(F.col("group").isNotNull() & F.col("topic_id").isNotNull() & F.col("partition").isNotNull()
+                           & F.col("record_type").isin("share_snapshot", "share_update"))
+    resets = ss.where(F.col("record_type") == "share_snapshot").groupBy(*SHARE_KEY).agg(F.max("offset").alias("reset_at"))
+    since = ss.join(resets, SHARE_KEY, "left").where(F.col("offset") >= F.coalesce("reset_at", F.lit(-1)))
+    cols = ["record_type", "tombstone", "start_offset", "state_batches", "broker", "path", "batch_position"]
+    return since.groupBy(*SHARE_KEY, "offset").agg(F.min_by(F.struct(*cols), "broker").alias("r")).select(*SHARE_KEY, "offset", "r.*")
+
+
+def replay_share_state(rows: list) -> dict | None:
+    """One share-partition's records (``share_records_since_reset``, in offset order) replayed as
+    Kafka does: the snapshot's start offset and state batches, each later ShareUpdate moving the
+    start offset unless it says -1 (null) and its batches overriding the offsets they cover
+    (``PersisterStateBatchCombiner``). Then, as ``SharePartition`` does when it loads that state
+    (``maybeUpdateCachedStateAndOffsets``), the start moves over the acknowledged or archived
+    batches that follow it without a gap: ``acknowledged_to`` is the first offset not known done,
+    the group's progress. None when the state was deleted or never started (start offset -1)."""
+    start, batches, last = None, [], None
+    for r in rows:
+        if r["tombstone"]:
+            start, batches, last = None, [], None
+            continue
+        if r["record_type"] == "share_snapshot":
+            start, batches = r["start_offset"], list(r["state_batches"] or [])
+        else:
+            start = r["start_offset"] if r["start_offset"] is not None else start
+            batches += list(r["state_batches"] or [])
+        last = r
+    if start is None or last is None:
+        return None
+    done = start
+    while True:  # the latest batch covering ``done`` decides it (later records override earlier ones)
+        cover = [b for b in batches if b["first_offset"] <= done <= b["last_offset"]]
+        if not cover or cover[-1]["delivery_state"] not in (ACKNOWLEDGED, ARCHIVED):
+            break
+        b = cover[-1]
+        later = [x["first_offset"] for x in batches[batches.index(b) + 1:] if done < x["first_offset"] <= b["last_offset"]]
+        done = min([b["last_offset"] + 1, *later])
+    return {"start_offset": start, "acknowledged_to": done, "broker": last["broker"], "path": last["path"],
+            "batch_position": last["batch_position"]}
+
+
+def share_starts(share_state: DataFrame) -> list[dict]:
+    """Each share-partition's progress (``replay_share_state``), one dict per (group, topic_id,
+    partition) whose state holds a start offset."""
+    by: dict[tuple, list] = {}
+    for r in collected(share_records_since_reset(share_state)):
+        by.setdefault((r["group"], r["topic_id"], r["partition"]), []).append(r)
+    out = []
+    for key, rows in sorted(by.items()):
+        got = replay_share_state(sorted(rows, key=lambda r: r["offset"]))
+        if got is not None:
+            out.append(dict(zip(SHARE_KEY, key)) | got)
+    return out
+
+
+def collect(me: DataFrame, le: DataFrame, rl_df: DataFrame, consumer_offsets: DataFrame, transactions: DataFrame,
+            share_state: DataFrame | None = None) -> dict:
     """``me``: metadata_events; ``le``: named log events; ``rl_df``: replica_logs. Returns collected
-    rows: elections, log_unclean, log_rows, events, commits, complete, txns, collected_ms."""
+    rows: elections, log_unclean, log_rows, events, commits, share_starts, complete, txns, collected_ms."""
     log_cols = ["topic", "partition", F.coalesce("node", "broker").alias("node"), "time", "line_no", "path", "event", "offset",
                 "hw", "leader", "leader_epoch", "leader_recovery_state", "text"]
     lines = collected(le.where((F.col("event") == "unclean_election") | (F.col("topic").isNotNull() & F.col("partition").isNotNull()
@@ -35,15 +100,20 @@ def collect(me: DataFrame, le: DataFrame, rl_df: DataFrame, consumer_offsets: Da
         F.max_by(F.struct("committed_offset", "broker", "path", "batch_position", "tombstone"), "offset").alias("c")).select(
         "group", "topic", "partition", "c.*").where(~F.col("tombstone")).collect()
     tx = transactions.where(F.col("transactional_id").isNotNull())
-    txns = tx.groupBy("transactional_id").agg(F.max_by(F.struct(*[c for c in tx.columns if c != "transactional_id"]), "offset").alias("x")).select(
-        "transactional_id", "x.*").where(~F.col("tombstone")).collect()
+    # with every producer id the transactional id's records still name: a transactions v2 producer
+    # moves to a new id at an exhausted epoch, and its old id's open data is still that id's
+    txns = tx.groupBy("transactional_id").agg(
+        F.max_by(F.struct(*[c for c in tx.columns if c != "transactional_id"]), "offset").alias("x"),
+        F.collect_set("producer_id").alias("producer_ids")).select(
+        "transactional_id", "x.*", "producer_ids").where(~F.col("tombstone")).collect()
     # "now" by the coordinator's own clock (its last write), not producers' CreateTime
     collected_ms = None
     if txns:
         coord = tx.agg(F.max("last_update_ms"), F.max("timestamp")).first()
         collected_ms = max((v for v in coord if v is not None), default=None)
+    starts = share_starts(share_state) if share_state is not None else []
     return {"elections": elections, "log_unclean": log_unclean, "log_rows": log_rows, "events": events,
-            "commits": commits, "complete": complete, "txns": txns, "collected_ms": collected_ms}
+            "commits": commits, "share_starts": starts, "complete": complete, "txns": txns, "collected_ms": collected_ms}
 
 
 RECOVERING_TO_EPOCH_S = 60  # the new leader's RECOVERING line and its "starts at leader epoch" line come together

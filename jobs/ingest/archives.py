@@ -45,8 +45,10 @@ import stat
 import tarfile
 import zipfile
 import zlib
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import BinaryIO
 
 from jobs.errors import InputError
 from parsers.files import detect
@@ -105,19 +107,25 @@ def _is_root(name: str) -> bool:
 
 @dataclass(frozen=True)
 class _Source:
-    """One archive being unpacked: the file read, and how rows and messages name it."""
+    """One archive being unpacked: the file read, and how rows and messages name it. ``opener``:
+    how to read it when it is not a local file (an object on a store: ``stores.open_stream``)."""
 
     path: Path
     shown: str  # relative to the input root: "incident.tar.gz" or "incident.tar.gz/broker-1.zip"
-    said: str  # in messages: the input path for the outermost, ``shown`` below it
+    said: str  # in messages: the input path (or URL) for the outermost, ``shown`` below it
+    opener: Callable[[], BinaryIO] | None = None
 
     @classmethod
-    def outermost(cls, path: Path) -> _Source:
-        return cls(path, path.name, str(path))
+    def outermost(cls, path: Path, opener: Callable[[], BinaryIO] | None = None, said: str | None = None) -> _Source:
+        return cls(path, path.name, said or str(path), opener)
 
     def inner(self, path: Path, rel: str) -> _Source:
         shown = f"{self.shown}/{rel}"
         return _Source(path, shown, shown)
+
+    def open(self) -> BinaryIO:
+        """The archive's bytes from the start, as a seekable binary file."""
+        return self.opener() if self.opener is not None else open(self.path, "rb")  # noqa: SIM115 - the caller closes it
 
 
 def _problem(src: _Source, entry: str, detail: str, kind: str = "unsafe_archive_entry") -> dict:
@@ -130,10 +138,9 @@ class _Budget:
     """The byte and entry bounds of one archive and every archive inside it (see the module
     docstring); ``archive`` names the one being unpacked, for the messages."""
 
-    def __init__(self, archive: Path, dest: Path, max_entries: int, max_bytes: int):
-        self.archive, self.dest = str(archive), dest
+    def __init__(self, archive: str, size: int, dest: Path, max_entries: int, max_bytes: int):
+        self.archive, self.dest = archive, dest
         self.max_entries = max_entries
-        size = archive.stat().st_size
         self.max_bytes = min(max_bytes, max(RATIO_FLOOR, MAX_RATIO * size))
         self.ratio_bound = self.max_bytes < max_bytes
         self.entries = self.bytes = 0
@@ -160,17 +167,20 @@ class _Budget:
 
 
 def extract(archive: Path, dest: Path, max_entries: int = MAX_ENTRIES, max_bytes: int = MAX_BYTES,
-            max_depth: int = MAX_DEPTH) -> list[dict]:
+            max_depth: int = MAX_DEPTH, opener: Callable[[], BinaryIO] | None = None, size: int | None = None,
+            said: str | None = None) -> list[dict]:
     """Extract ``archive`` under ``dest`` (created), and the archives inside it down to
-    ``max_depth`` levels, refusing unsafe entries; returns problem rows.
+    ``max_depth`` levels, refusing unsafe entries; returns problem rows. An archive that is not a
+    local file (an object on a store) comes with its ``opener``, ``size`` and the URL messages
+    name (``said``): it is streamed once, never copied whole first.
 
     Raises ``ArchiveError`` when the archive cannot be opened or exceeds a bound (at any level);
     ``dest`` is then removed, so nothing of a refused archive is analyzed."""
-    archive = Path(archive)
+    archive = Path(archive) if opener is None else archive
     dest.mkdir(parents=True, exist_ok=True)
-    src = _Source.outermost(archive)
+    src = _Source.outermost(archive, opener, said)
     try:
-        budget = _Budget(archive, dest, max_entries, max_bytes)
+        budget = _Budget(src.said, archive.stat().st_size if size is None else size, dest, max_entries, max_bytes)
         problems = _extract_one(src, dest, budget)
         return problems + _extract_nested(src, dest, budget, 2, max_depth)
     except ArchiveError:
@@ -178,7 +188,7 @@ def extract(archive: Path, dest: Path, max_entries: int = MAX_ENTRIES, max_bytes
         raise
     except OSError as exc:  # the archive itself cannot be read
         shutil.rmtree(dest, ignore_errors=True)
-        raise ArchiveError(f"{archive}: cannot read archive: {exc}") from None
+        raise ArchiveError(f"{src.said}: cannot read archive: {exc}") from None
 
 
 def _extract_one(src: _Source, dest: Path, budget: _Budget) -> list[dict]:
@@ -188,7 +198,7 @@ def _extract_one(src: _Source, dest: Path, budget: _Budget) -> list[dict]:
     name = src.path.name.lower()
     if name.endswith(".zip"):
         return _extract_zip(src, dest, budget)
-    if name.endswith(".gz") and not name.endswith((".tar.gz", ".tgz")) and not _holds_tar(src.path):
+    if name.endswith(".gz") and not name.endswith((".tar.gz", ".tgz")) and not _holds_tar(src):
         return _gunzip(src, dest, budget)
     return _extract_tar(src, dest, budget)
 
@@ -217,11 +227,11 @@ def _files_under(root: Path) -> list[Path]:
     return files
 
 
-def _holds_tar(path: Path) -> bool:
+def _holds_tar(src: _Source) -> bool:
     """Whether a ``.gz`` (by name a single file) holds a tar, by reading its first header (a
     file of zeros reads as an empty tar: it is a file)."""
     try:
-        tf = _open_tar(path)
+        tf = _open_tar(src)
     except (*_STREAM_ERRORS, ValueError):
         return False
     try:
@@ -271,7 +281,7 @@ def _gunzip(src: _Source, dest: Path, budget: _Budget) -> list[dict]:
     only known by inflating it, so the budget counts each block before it is written."""
     name = src.path.name[:-3]
     try:
-        with gzip.open(src.path, "rb") as gz, open(dest / name, "wb") as out:
+        with src.open() as raw, gzip.GzipFile(fileobj=raw, mode="rb") as gz, open(dest / name, "wb") as out:
             _copy_sparse(gz, out, lambda n: budget.add(name, n))
     except _STREAM_ERRORS as exc:
         if isinstance(exc, OSError) and exc.errno is not None:  # the disk, not the stream
@@ -302,9 +312,9 @@ class _CappedReader:
         self.f.close()
 
 
-def _open_tar(archive: Path) -> tarfile.TarFile:
-    """The tar inside ``archive`` (gzip, xz, bzip2 or none, told by magic bytes, not by name)."""
-    raw = open(archive, "rb")  # noqa: SIM115 - closed through the TarFile
+def _open_tar(src: _Source) -> tarfile.TarFile:
+    """The tar inside ``src`` (gzip, xz, bzip2 or none, told by magic bytes, not by name)."""
+    raw = src.open()  # (closed through the TarFile)
     magic = raw.read(6)
     raw.seek(0)
     if magic[:2] == b"\x1f\x8b":
@@ -352,9 +362,8 @@ def _write_error(src: _Source, name: str, exc: OSError) -> dict:
 
 def _extract_tar(src: _Source, dest: Path, budget: _Budget) -> list[dict]:
     problems: list[dict] = []
-    archive = src.path
     try:
-        tf = _open_tar(archive)
+        tf = _open_tar(src)
     except _STREAM_ERRORS as exc:
         raise ArchiveError(f"{src.said}: cannot open archive: {exc}") from None
     links: list[tuple[str, str, str]] = []
@@ -423,11 +432,13 @@ def _extract_tar(src: _Source, dest: Path, budget: _Budget) -> list[dict]:
 
 def _extract_zip(src: _Source, dest: Path, budget: _Budget) -> list[dict]:
     problems: list[dict] = []
+    raw = src.open()
     try:
-        zf = zipfile.ZipFile(src.path)
+        zf = zipfile.ZipFile(raw)
     except (*_STREAM_ERRORS, ValueError) as exc:
+        raw.close()
         raise ArchiveError(f"{src.said}: cannot open archive: {exc}") from None
-    with zf:
+    with raw, zf:
         infos = zf.infolist()
         if budget.entries + len(infos) > budget.max_entries:
             raise ArchiveError(f"{src.said}: more than {budget.max_entries} entries; refused", "unsafe_archive_entry")

@@ -16,6 +16,7 @@ it runs before Spark starts, and inputs where no log dir is found stop there (``
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import re
@@ -23,14 +24,15 @@ import stat
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from pathlib import Path
+from pathlib import Path, PurePosixPath
+from urllib.parse import urlsplit
 
 from jobs.errors import InputError
-from jobs.ingest import archives
+from jobs.ingest import archives, stores
+from jobs.ingest import focus as focus_mod
 from jobs.ingest.archives import text
 from jobs.ingest.focus import Focus
 from parsers.broker_log import is_broker_log, node_from_name
-from parsers.common import FileBytes
 from parsers.files import KINDS, detect
 from parsers.meta_properties import parse as parse_meta
 from parsers.names import FIXED_NAMES, parse_partition_dir
@@ -63,10 +65,11 @@ class FileEntry:
 
 @dataclass
 class LogDir:
-    abs_path: Path
+    abs_path: Path | PurePosixPath
     rel: str
     input_root: str
     archive: str | None
+    tree: Tree | None = None  # where it is (``LOCAL`` when None)
     node_id: int | None = None
     cluster_id: str | None = None
     directory_id: str | None = None
@@ -92,18 +95,27 @@ class Discovery:
     files: list[FileEntry]
     problems: list[dict]  # path, position, kind, detail (discovery-level problems)
     seconds: float = 0.0
+    focus: Focus | None = None  # the partitions read: analyze's --topic/--partition within the focused collections'
 
 
 @dataclass(frozen=True)
 class Root:
-    """One input root: a folder (maybe the extraction of an archive) and how its paths are named."""
+    """One input root: a folder (maybe the extraction of an archive, or a prefix on an object
+    store) and how its paths are named."""
 
-    path: Path
+    path: Path | PurePosixPath
     prefix: str  # prepended to relative paths ("" for folders, "<archive name>" for archives)
     archive: str | None = None
+    tree: Tree | None = None  # where it is: None for the local filesystem, a ``stores.Listing`` for a store
+    url: str | None = None  # the INPUT's URL (a store's root)
+
+    @property
+    def listing(self) -> Tree:
+        """How its folders are walked and its files named: ``tree``, or the local filesystem."""
+        return self.tree or LOCAL
 
 
-def _is_log_dir(path: Path, names: list[str], dirs: list[str]) -> bool:
+def _is_log_dir(path: Path, names: list[str], dirs: list[str], tree: Tree) -> bool:
     """Markers make a log dir; failing those, partition-named children holding Kafka files do,
     unless such a child is itself a log dir (``broker-1/`` parses as topic "broker", partition 1)."""
     if any(n in _LOG_DIR_MARKERS for n in names):
@@ -113,7 +125,7 @@ def _is_log_dir(path: Path, names: list[str], dirs: list[str]) -> bool:
         if parse_partition_dir(d) is None:
             continue
         try:
-            child = [e.name for e in os.scandir(path / d) if e.is_file(follow_symlinks=False)]
+            child = tree.scan(path / d)[1]
         except OSError:
             continue
         if any(n in _LOG_DIR_MARKERS for n in child):
@@ -183,6 +195,55 @@ def _walk(top: Path, stats: dict[str, os.stat_result] | None = None) -> Iterator
         stack.extend(here / d for d in reversed(dirs))
 
 
+class LocalTree:
+    """The local filesystem as discovery reads it (``stores.Listing`` is an object store's): a walk
+    that never follows a link, a folder's entries, a file's stat, whether we may read it."""
+
+    @staticmethod
+    def walk(top: Path, stats: dict | None = None) -> Iterator[tuple[Path, list[str], list[str], list[tuple[str, str]]]]:
+        return _walk(top, stats)
+
+    @staticmethod
+    def scan(path: Path) -> tuple[list[str], list[str]]:
+        """(sub-folders, regular files) of ``path``, links not followed."""
+        dirs, files = [], []
+        with os.scandir(path) as it:
+            for e in it:
+                if e.is_dir(follow_symlinks=False):
+                    dirs.append(e.name)
+                elif e.is_file(follow_symlinks=False):
+                    files.append(e.name)
+        return sorted(dirs), sorted(files)
+
+    @staticmethod
+    def abs_path(path: Path) -> str:
+        return str(path)
+
+    @staticmethod
+    def stat(path: Path) -> os.stat_result | None:
+        """``lstat`` of a regular file, None for anything else (a link or fifo is never read)."""
+        try:
+            st = os.lstat(path)
+        except OSError:
+            return None
+        return st if stat.S_ISREG(st.st_mode) else None
+
+    @staticmethod
+    def unreadable(path: Path) -> str | None:
+        """Why a listed file cannot be read (gone since the walk, or not ours to read), or None."""
+        if os.access(path, os.R_OK):
+            return None
+        try:  # gone since the walk, or there and not ours to read
+            os.lstat(path)
+        except OSError as exc:
+            return f"cannot be examined: {exc.strerror or exc}"
+        return "permission denied"
+
+
+Tree = LocalTree | stores.Listing
+LOCAL = LocalTree()
+
+
 def _rel(prefix: str, sub: str, name: str) -> str:
     parts = [p for p in (prefix, "" if sub == "." else sub, "" if name == "." else name) if p]
     return "/".join(parts) or "."
@@ -193,14 +254,15 @@ def find_log_dirs(root: Root, problems: list[dict] | None = None) -> list[LogDir
     (links, fifos...) go to ``problems``; those inside a log dir are reported by ``_walk_files``."""
     found: list[LogDir] = []
     problems = [] if problems is None else problems
-    for here, dirnames, filenames, odd in _walk(root.path):
-        if _is_log_dir(here, filenames, dirnames):
+    tree = root.listing
+    for here, dirnames, filenames, odd in tree.walk(root.path):
+        if _is_log_dir(here, filenames, dirnames, tree):
             rel = here.relative_to(root.path).as_posix()
             if rel == ".":
                 rel = root.prefix or root.path.name  # the input is itself a log dir: name it by its folder
             else:
                 rel = f"{root.prefix}/{rel}" if root.prefix else rel
-            found.append(LogDir(here, rel, str(root.path), root.archive))
+            found.append(LogDir(here, rel, str(root.path), root.archive, root.tree))
             dirnames[:] = []  # partition dirs belong to this log dir
         else:
             sub = here.relative_to(root.path).as_posix()
@@ -211,14 +273,13 @@ def find_log_dirs(root: Root, problems: list[dict] | None = None) -> list[LogDir
 
 def _read_meta(ld: LogDir, problems: list[dict]) -> None:
     meta = ld.abs_path / "meta.properties"
-    try:
-        if not stat.S_ISREG(os.lstat(meta).st_mode):
-            return  # a link or fifo is never read (it is reported with the log dir's files)
-    except OSError:
-        return
+    tree = ld.tree or LOCAL
+    st = tree.stat(meta)
+    if st is None:
+        return  # a link or fifo is never read (it is reported with the log dir's files)
     rel = f"{ld.rel}/meta.properties"
     try:
-        with FileBytes(meta, listed_size=os.lstat(meta).st_size) as fb:  # no fifo swapped in can block it
+        with stores.listed_bytes(tree.abs_path(meta), st.st_size) as fb:  # no fifo swapped in can block it
             parsed = parse_meta(fb.data, rel)
     except OSError as exc:
         problems.append({"path": rel, "position": 0, "kind": "unreadable_file", "detail": str(exc)})
@@ -241,7 +302,8 @@ def _walk_files(ld: LogDir, broker: int, problems: list[dict]) -> list[FileEntry
     and folders named like a Kafka file) is one warning line and one problem row each."""
     out: list[FileEntry] = []
     stats: dict[str, os.stat_result] = {}
-    for here, dirnames, filenames, odd in _walk(ld.abs_path, stats):
+    tree = ld.tree or LOCAL
+    for here, dirnames, filenames, odd in tree.walk(ld.abs_path, stats):
         sub = here.relative_to(ld.abs_path).as_posix()
         for name, why in odd:
             _skipped(_rel(ld.rel, sub, name), why, problems)
@@ -253,18 +315,12 @@ def _walk_files(ld: LogDir, broker: int, problems: list[dict]) -> list[FileEntry
             parsed = parse_partition_dir(sub.split("/", 1)[0])
             if parsed is not None:
                 topic, partition, state = parsed
-        folder = str(here)
         for name in sorted(filenames):
-            full = os.path.join(folder, name)
+            full = tree.abs_path(here / name)
             rel = f"{ld.rel}/{name}" if sub == "." else f"{ld.rel}/{sub}/{name}"
             st = stats[name]  # (the walk's own lstat of it)
-            if not os.access(full, os.R_OK):
-                try:  # gone since the walk, or there and not ours to read
-                    os.lstat(full)
-                except OSError as exc:
-                    _skipped(rel, f"cannot be examined: {exc.strerror or exc}", problems)
-                    continue
-                _skipped(rel, "permission denied", problems)
+            if why := tree.unreadable(here / name):
+                _skipped(rel, why, problems)
                 continue
             out.append(FileEntry(full, rel, broker, ld.rel, topic, partition, state, detect(name),
                                  st.st_size, int(st.st_mtime * 1000), ld.archive))
@@ -282,22 +338,21 @@ def _broker_logs(root: Root, log_dirs: list[LogDir], broker_of: dict[str, int]) 
     if root.path in inside:  # the input is itself a log dir: all of it is ``_walk_files``' (a walk
         return []  # here would list its logs twice, under other names, and stat every file again)
     out: list[FileEntry] = []
-    for here, dirnames, filenames, _odd in _walk(root.path):
+    tree = root.listing
+    stats: dict = {}
+    for here, dirnames, filenames, _odd in tree.walk(root.path, stats):
         dirnames[:] = [d for d in dirnames if here / d not in inside]
         for name in filenames:
             if not is_broker_log(name) or detect(name) != "broker_log":  # (the first, a regex, rules out most names)
                 continue
             full = here / name
-            try:
-                st = full.lstat()
-            except OSError:
-                continue
+            st = stats[name]  # (the walk's own lstat of it)
             node = node_from_name(name)
             if node is None:
                 node = _nearest_broker(here, log_dirs, broker_of)
             sub = here.relative_to(root.path).as_posix()
             folder = _rel(root.prefix, sub, ".") if (root.prefix or sub != ".") else root.path.name
-            out.append(FileEntry(str(full), f"{folder}/{name}", node, folder, None, None, None, "broker_log",
+            out.append(FileEntry(tree.abs_path(full), f"{folder}/{name}", node, folder, None, None, None, "broker_log",
                                  st.st_size, int(st.st_mtime * 1000), root.archive))
     return out
 
@@ -319,15 +374,11 @@ def discover(roots: list[Root]) -> Discovery:
     for ld in log_dirs:
         _read_meta(ld, problems)
         try:
-            entries = list(os.scandir(ld.abs_path))
+            dirs, names = (ld.tree or LOCAL).scan(ld.abs_path)
         except OSError:
-            entries = []  # reported when its files are walked
-        for entry in entries:
-            if entry.is_dir(follow_symlinks=False) and parse_partition_dir(entry.name):
-                if entry.name != "__cluster_metadata-0":
-                    ld.partitions += 1
-            elif entry.name in ("replication-offset-checkpoint", "recovery-point-offset-checkpoint"):
-                ld.has_broker_checkpoints = True
+            dirs, names = [], []  # reported when its files are walked
+        ld.partitions = sum(1 for d in dirs if parse_partition_dir(d) and d != "__cluster_metadata-0")
+        ld.has_broker_checkpoints = any(n in ("replication-offset-checkpoint", "recovery-point-offset-checkpoint") for n in names)
     brokers: dict[tuple[str | None, int], Broker] = {}
     used_ids = {ld.node_id for ld in log_dirs if ld.node_id is not None}
     files: list[FileEntry] = []
@@ -386,7 +437,7 @@ class InputPathError(InputError, ValueError):
 
 
 def _root_name(root: Root) -> str:
-    return text(root.archive or str(root.path))
+    return text(root.archive or root.url or str(root.path))
 
 
 def found_instead(root: Root) -> str:
@@ -396,7 +447,7 @@ def found_instead(root: Root) -> str:
     files: list[str] = []
     kafka: list[tuple[str, str]] = []
     folders = skipped = 0
-    for here, dirs, names, odd in _walk(root.path):
+    for here, dirs, names, odd in root.listing.walk(root.path):
         sub = here.relative_to(root.path).as_posix()
         folders += len(dirs)
         skipped += len(odd)
@@ -414,7 +465,7 @@ def found_instead(root: Root) -> str:
     more = f" and {len(kafka) - 1} more Kafka files" if len(kafka) > 1 else ""
     if all(k == "broker_log" for _, k in kafka):
         return f"found {text(rel)} (a broker log){more}, but broker logs are read only beside the log dirs they describe"
-    dump = "" if root.archive else f"; read one file with `kafka-forensics dump {text(str(root.path / rel))}`"
+    dump = "" if root.archive or root.url else f"; read one file with `kafka-forensics dump {text(str(root.path / rel))}`"
     return (f"found {text(rel)} ({kind}){more} outside any partition folder (Kafka keeps segments in topic-N folders "
             f"inside a log dir: for a partition folder, give the folder above it){dump}")
 
@@ -435,15 +486,22 @@ def require_log_dirs(found: Discovery, roots: list[Root]) -> None:
     raise NoLogDirError(f"no Kafka log dir found in any input (looked for {LOOKED_FOR}); {each}")
 
 
-def _read_once(inputs: list[Path]) -> list[Path]:
+def _read_once(inputs: list[Path | str], listed: dict[str, tuple] | None = None) -> list[Path | str]:
     """The inputs without a folder given twice or inside another folder given (``analyze c/broker-1
     c``, a shell glob beside its parent): read twice, its log dirs would be two log dirs of the same
-    broker holding the same partitions, and every file would count twice. One warning line each."""
-    folders = [Path(raw).resolve() for raw in inputs if Path(raw).is_dir()]
+    broker holding the same partitions, and every file would count twice. One warning line each.
+    ``listed``: what each store URL names (``stores.list_prefix``): a prefix is a folder."""
+    listed = listed or {}
+
+    def folder(raw) -> PurePosixPath | Path | None:
+        if stores.is_url(raw):
+            return PurePosixPath(raw.rstrip("/")) if listed[raw][0] == "folder" else None
+        return Path(raw).resolve() if Path(raw).is_dir() else None
+
+    folders = [f for f in map(folder, inputs) if f is not None]
     kept, seen = [], set()
     for raw in inputs:
-        if Path(raw).is_dir():
-            here = Path(raw).resolve()
+        if (here := folder(raw)) is not None:
             outer = next((f for f in folders if f in here.parents), None)
             if here in seen or outer is not None:
                 log.warning("%s: %s; read once", raw, "given twice" if outer is None else f"inside {outer}, which is given too")
@@ -453,8 +511,9 @@ def _read_once(inputs: list[Path]) -> list[Path]:
     return kept
 
 
-def resolve_roots(inputs: list[Path], work_dir: Path) -> tuple[list[Root], list[dict]]:
-    """Input paths → roots to discover in; archives are extracted into ``work_dir/_work``."""
+def resolve_roots(inputs: list[Path | str], work_dir: Path) -> tuple[list[Root], list[dict]]:
+    """Input paths and store URLs → roots to discover in; archives (local or on a store) are
+    extracted into ``work_dir/_work``, a store's folder is listed once."""
     roots: list[Root] = []
     problems: list[dict] = []
     used: set[str] = set()
@@ -468,20 +527,33 @@ def resolve_roots(inputs: list[Path], work_dir: Path) -> tuple[list[Root], list[
         used.add(name)
         return name
 
+    listed: dict[str, tuple] = {}
     for raw in inputs:  # every input first: a typo fails before a long extraction
+        if stores.is_url(raw):
+            listed[raw] = stores.list_prefix(raw)  # (StoreError: the bucket, the credentials, the network)
+            continue
         if not Path(raw).exists():
             raise InputPathError(f"{raw}: no such file or directory")
         if not os.access(raw, os.R_OK):
             raise InputPathError(f"{raw}: not readable")
-    inputs = _read_once(inputs)
+    inputs = _read_once(inputs, listed)
     for i, raw in enumerate(inputs):
-        path = Path(raw)
-        if path.is_dir():
+        if stores.is_url(raw):
+            kind, listing, st = listed[raw]
+            name = PurePosixPath(urlsplit(raw).path.rstrip("/")).name or urlsplit(raw).netloc
+            if kind == "folder":
+                roots.append(Root(listing.root, name_for(PurePosixPath(name)) if len(inputs) > 1 else "", tree=listing, url=raw))
+                continue
+            path, opener = PurePosixPath(name), functools.partial(stores.open_stream, raw)
+            size = st.st_size
+        else:
+            path, opener, size = Path(raw), None, None
+        if opener is None and path.is_dir():
             roots.append(Root(path.resolve(), name_for(path.resolve()) if len(inputs) > 1 else ""))
-        elif archives.is_archive(path):
+        elif archives.is_archive(path) or (opener is not None and path.name.lower().endswith(archives.SUFFIXES)):
             dest = Path(work_dir) / WORK / "inputs" / f"{i}"
-            try:
-                problems += archives.extract(path, dest)
+            try:  # (an archive on a store: streamed from it, unpacked once here, as a local one is)
+                problems += archives.extract(path, dest, opener=opener, size=size, said=raw if opener else None)
             except archives.ArchiveError as exc:
                 if len(inputs) == 1:
                     raise  # the only input is unusable: one line, exit 2
@@ -490,6 +562,10 @@ def resolve_roots(inputs: list[Path], work_dir: Path) -> tuple[list[Root], list[
                 problems.append({"path": text(path.name), "position": 0, "kind": exc.kind, "detail": str(exc)})
                 continue
             roots.append(Root(dest, name_for(path), path.name))
+        elif opener is not None:
+            what = f"a Kafka file ({kind})" if (kind := detect(path.name)) else "an object that is no supported archive"
+            raise InputPathError(f"{raw}: {what}, not a prefix of log dirs; give the prefix that holds the log dirs, or a "
+                                 ".tar, .tar.gz, .tgz, .tar.xz or .zip of them")
         elif kind := detect(path.name):
             raise InputPathError(f"{path}: a Kafka file ({kind}), not a log dir; read it alone with `kafka-forensics dump {path}`, "
                              "or give the log dir that holds it")
@@ -504,26 +580,30 @@ def focused(found: Discovery, focus: Focus) -> Discovery:
     topics = {f.topic for f in found.files if f.topic is not None and not f.topic.startswith("__")}
     found.files = [f for f in found.files if focus.kept(f.topic, f.partition)]
     kept = {(f.topic, f.partition) for f in found.files if f.topic is not None and not f.topic.startswith("__")}
-    if not kept:
-        wanted = " ".join([*(f"--topic {t}" for t in focus.topics), *(f"--partition {p}" for p in focus.partitions)])
-        raise NoLogDirError(f"{wanted}: no such partition in the input (its topics: {', '.join(sorted(topics)) or 'none'})")
+    if not kept and focus.wanted():  # (a collection focused by --since alone names no partition)
+        raise NoLogDirError(f"{focus.wanted()}: no such partition in the input (its topics: {', '.join(sorted(topics)) or 'none'})")
     for b in found.brokers:
         mine = [f for f in found.files if f.broker == b.broker]
         b.files, b.bytes = len(mine), sum(f.size for f in mine)
     return found
 
 
-def discover_inputs(inputs: list[Path], work_dir: Path, focus: Focus | None = None) -> Discovery:
+def discover_inputs(inputs: list[Path | str], work_dir: Path, focus: Focus | None = None) -> Discovery:
     """Step 1 alone, on the driver and without Spark: check the inputs, extract archives into
-    ``work_dir``, find the brokers (only the files of ``focus``'s partitions). Raises
+    ``work_dir``, find the brokers (only the files of ``focus``'s partitions, within those of the
+    focused collections among the inputs: ``found.focus``). Raises
     (``FileNotFoundError``, ``ArchiveError``, ``NoLogDirError``...) when the inputs hold nothing to
     analyze, so callers can run it before starting a JVM and unusable input fails in under a second."""
     t0 = time.monotonic()
     roots, problems = resolve_roots(inputs, work_dir)
     found = discover(roots)
     require_log_dirs(found, roots)
+    # (local roots: an archive is unpacked to one; a folder on an object store is not read here)
+    if collected := focus_mod.collections([(r.path, r.prefix) for r in roots if getattr(r, "tree", None) is None]):
+        focus = (focus or Focus()).within(collected)
     if focus is not None:
         found = focused(found, focus)
+    found.focus = focus
     found.problems[:0] = problems
     found.seconds = time.monotonic() - t0
     return found
@@ -536,10 +616,11 @@ def changes_since(files: list[FileEntry]) -> dict:
     """Which listed files moved since discovery (size or mtime changed, or gone), by a fresh
     ``lstat`` of each: a live broker's log dir (retention deleting, segments rolling, the active
     segment growing) is read as it was listed, and the report must say the ground moved.
-    Files extracted from an archive are ours and cannot move: not looked at."""
+    Files extracted from an archive are ours and cannot move, and no broker appends to an object
+    on a store: neither is looked at."""
     changed, removed, examples = 0, 0, []
     for f in files:
-        if f.archive is not None:
+        if f.archive is not None or stores.is_url(f.abs_path):  # (no broker writes to an object store)
             continue
         try:
             st = os.lstat(f.abs_path)

@@ -22,6 +22,7 @@ Flow (all heavy work on executors, nothing parsed comes back to the driver):
 from __future__ import annotations
 
 import logging
+import os
 import shutil
 import time
 from dataclasses import asdict, dataclass, field
@@ -32,11 +33,12 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import types as T
 
 from jobs.store.io import table_path, write_empty
-from jobs.store.spark import gc_frozen, is_remote, parallelism
+from jobs.store.spark import executors_of, gc_frozen, is_remote, job_group, parallelism
 from jobs.store.tables import ALL_TABLES, BROKERS, schema_of
 from parsers.headers import STOP_LIMIT
 
 from . import discover as disc
+from . import stores
 from .focus import Focus
 
 log = logging.getLogger(__name__)
@@ -91,6 +93,7 @@ class IngestResult:
     seconds: dict[str, float] = field(default_factory=dict)
     problems: int = 0
     input_changes: dict = field(default_factory=dict)  # discover.changes_since at the end of parsing
+    executors: list[dict] | None = None  # spark.executors_of the parse tasks: where they ran
 
 
 def group_bytes_for(total_bytes: int, parallelism: int) -> int:
@@ -147,10 +150,10 @@ def split_segment(row: dict, index: tuple[str, int] | None, span_bytes: int) -> 
     sit idle at the end of an ingest."""
     if row["kind"] != "segment" or index is None or row["size"] < 2 * span_bytes:
         return [row]
-    from parsers.common import FileBytes
+    from .stores import listed_bytes
 
     try:  # (read as every listed file is: no link followed, no fifo blocking, not grown)
-        with FileBytes(index[0], listed_size=index[1]) as fb:
+        with listed_bytes(index[0], index[1]) as fb:
             cuts = span_cuts(fb.data, row["size"], -(-row["size"] // span_bytes))
     except OSError:
         return [row]
@@ -299,20 +302,25 @@ def remove_task_files(tables_dir: str, tasks: set[int]) -> None:
             part.unlink()
 
 
-def _parse_write(task_list: str, tables_dir: str, payloads: bool, files_acc, bytes_acc, parse_acc, focus=None):
+def _parse_write(task_list: str, tables_dir: str, payloads: bool, files_acc, bytes_acc, parse_acc, focus=None, known=None):
     """The mapInArrow function of step 3 (a closure Spark ships to the executors): parse the
     tasks numbered in its batches (read from ``task_list``), write their tables' Parquet files
-    there and then, hand back only counts (and where each span of a split segment ended)."""
+    there and then, hand back only counts (and where each span of a split segment ended).
+    ``known``: the object stores the driver listed (``stores.Store``: endpoints and regions,
+    no credential), so the executors read where the driver listed."""
 
     @gc_frozen
     def run(batches):
         from pyspark import TaskContext
 
+        from jobs.ingest import stores
         from jobs.ingest.pipeline import read_task, task_results
         from jobs.ingest.task_writer import write_task
         from jobs.ingest.tasks import run_task
         from parsers.common import keep_freed_memory
 
+        if known:
+            stores.use(known)
         context = TaskContext.get()
         attempt = context.attemptNumber() if context is not None else 0
         keep_freed_memory()  # (this worker's memory reused from file to file, task to task)
@@ -381,13 +389,22 @@ def ingest(spark: SparkSession, inputs: list[Path], work_dir: Path, payloads: bo
     t1 = time.monotonic()
     counts: list[dict] = []
     spans: list[dict] = []
+    executors = None
     with Progress(len(found.files), total_bytes, lambda: (files_acc.value, bytes_acc.value), enabled=progress and not remote):
         if tasks:
             task_list = work_dir.absolute() / disc.WORK / "tasks.arrow"  # executors must see this path too
             write_task_list(tasks, task_list)
             task_df = task_frame(spark, tasks)
-            results = task_df.mapInArrow(_parse_write(str(task_list), tables_dir, payloads, files_acc, bytes_acc, parse_acc, focus),
-                                         _spark_schema(result_schema())).collect()
+            parse = _parse_write(str(task_list), tables_dir, payloads, files_acc, bytes_acc, parse_acc, focus, stores.known())
+            group = f"kafka-forensics-parse-{os.getpid()}-{time.monotonic_ns()}"
+            try:
+                with job_group(spark, group, "kafka-forensics: parse"):
+                    results = task_df.mapInArrow(parse, _spark_schema(result_schema())).collect()
+            except Exception as exc:  # a task the store refused (credentials, throttling): its one line, exit 2
+                if (said := stores.failed_read(exc)) is None:
+                    raise
+                raise stores.StoreError(said) from None
+            executors = executors_of(spark, group)
             counts = [r.asDict() for r in results if r["table"] is not None]
             spans = [r.asDict() for r in results if r["table"] is None]
     seconds["parse"] = time.monotonic() - t1
@@ -432,4 +449,5 @@ def ingest(spark: SparkSession, inputs: list[Path], work_dir: Path, payloads: bo
     seconds["write"] = time.monotonic() - t2
     shutil.rmtree(work_dir / disc.WORK, ignore_errors=True)
     seconds["total"] = time.monotonic() - t0
-    return IngestResult(work_dir, brokers, len(found.files), total_bytes, len(tasks), rows, seconds, rows["problems"], changes)
+    return IngestResult(work_dir, brokers, len(found.files), total_bytes, len(tasks), rows, seconds, rows["problems"], changes,
+                        executors)

@@ -1,9 +1,10 @@
-"""The one ingest pipeline, shared by ``kafka-forensics ingest`` and ``analyze``: discover the
-inputs, stage DIR, start Spark, ingest (its catalog built alongside), write run.json, swap DIR in.
+"""The run that builds an output DIR, shared by ``kafka-forensics ingest`` and ``analyze``:
+discover the inputs, stage DIR, start Spark, ingest (its catalog built alongside), let the caller
+add to DIR, write run.json, swap DIR in (``staged_run``).
 
 Discovery (archives extracted into the staging dir) runs before Spark is even imported, so
 unusable input (a missing path, a bad archive, a folder without any log dir) fails in well under
-a second without a JVM. ``analyze`` adds its jobs and report inside the ``staged_ingest`` block.
+a second without a JVM. ``analyze`` adds its jobs and report inside the ``staged_run`` block.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from jobs.store.outdir import no_room, staged_output
 
 from .discover import discover_inputs
 from .focus import Focus
+from .stores import input_arg, is_url
 
 if TYPE_CHECKING:  # pyspark is imported only once discovery found something to ingest
     from pyspark.sql import SparkSession
@@ -34,14 +36,15 @@ if TYPE_CHECKING:  # pyspark is imported only once discovery found something to 
 log = logging.getLogger(__name__)
 
 
-def run_info(inputs: list[Path], master: str, result: IngestResult) -> dict:
-    """What DIR/run.json says about an ingest (analyze adds its own keys beside these)."""
+def run_info(inputs: list[Path | str], master: str, result: IngestResult) -> dict:
+    """What DIR/run.json says about an ingest (analyze adds its own keys beside these). A store's
+    input is its URL as given: what reached it (endpoint, credentials) is never written here."""
     import pyspark
 
     info = asdict(result)
     info.pop("out")
     return {
-        "inputs": [str(Path(p).resolve()) for p in inputs],
+        "inputs": [p if is_url(p) else str(Path(p).resolve()) for p in inputs],
         "master": master,
         "versions": {"python": platform.python_version(), "pyspark": pyspark.__version__},
         "ingest": info,
@@ -50,38 +53,46 @@ def run_info(inputs: list[Path], master: str, result: IngestResult) -> dict:
 
 
 @dataclass
-class Staged:
-    """What the ``staged_ingest`` block gets: the session, the staging dir, the ingest result and
-    run.json's content (add keys to ``run_info``; ``write_run_json`` writes it before the block
-    ends when something in the block reads it, e.g. analyze's report)."""
+class StagedRun:
+    """What the ``staged_run`` block gets: the session, the staging dir (DIR once swapped in), the
+    ingest result and run.json's content. run.json is written once: by ``write_run_json`` in the
+    block when something after it reads the file (analyze's report), else as the block ends; add
+    keys to ``run_info`` before."""
 
     spark: SparkSession
     tmp: Path
     result: IngestResult
     run_info: dict = field(default_factory=dict)
+    focus: Focus | None = None  # the partitions read, when not all (``Discovery.focus``)
+    run_json_written: bool = False
 
     def write_run_json(self) -> None:
+        if self.run_json_written:
+            raise RuntimeError("run.json is written once; add to run_info before writing it")
         (self.tmp / "run.json").write_text(json.dumps(self.run_info, indent=1, default=str) + "\n")
+        self.run_json_written = True
 
 
 @contextlib.contextmanager
-def staged_ingest(inputs: list[Path], out: Path, master: str = "local[*]", payloads: bool = False, progress: bool = True,
-                  spark: SparkSession | None = None, register: bool = True, focus: Focus | None = None) -> Iterator[Staged]:
-    """Ingest ``inputs`` into a staging sibling of ``out`` and yield it; when the block ends,
-    run.json is written, the catalog completed and DIR swapped in (``outdir.staged_output``).
+def staged_run(inputs: list[Path | str], out: Path, master: str = "local[*]", payloads: bool = False, progress: bool = True,
+               spark: SparkSession | None = None, register: bool = True, focus: Focus | None = None) -> Iterator[StagedRun]:
+    """Ingest ``inputs`` into a staging sibling of ``out`` and yield it for the block to add to;
+    when the block ends, run.json is written (unless the block did), the catalog completed and
+    DIR swapped in (``outdir.staged_output``).
 
     The session opens the staging dir's catalog, which a ``catalog.Registrar`` thread builds while
     the inputs are parsed and the block's jobs run (see catalog.py). ``spark``: a session to reuse
     (tests, demo); one JVM pins one catalog, so then the catalog is registered after the swap by a
     fresh process; ``register=False`` leaves it to the first ``sql`` use, as a
     ``sc://`` master (Spark Connect) does. ``focus``: only those
-    partitions (run.json says so)."""
-    inputs = [Path(p) for p in inputs]
+    partitions (run.json says so). An input may be a store's URL (``stores``: ``s3://…``)."""
+    inputs = [input_arg(p) for p in inputs]
     from jobs.store.spark import input_bytes
 
     existed = Path(out).is_dir()
     with staged_output(out, need=lambda: input_bytes(inputs)) as tmp:
         found = discover_inputs(inputs, tmp, focus)
+        focus = found.focus  # (within the focused collections read)
         from jobs.store import catalog
         from jobs.store.spark import OutOfMemory, get_session, is_remote_url, out_of_memory, stop_jvm
 
@@ -97,10 +108,11 @@ def staged_ingest(inputs: list[Path], out: Path, master: str = "local[*]", paylo
             result = ingest(session, inputs, tmp, payloads=payloads, progress=progress, found=found, focus=focus)
             if registrar is not None:
                 registrar.add(catalog.table_names(tmp))  # registered while the block's jobs run
-            staged = Staged(session, tmp, result, run_info(inputs, master, result))
+            staged = StagedRun(session, tmp, result, run_info(inputs, master, result), focus)
             staged.run_info["focus"] = focus.describe() if focus is not None else None
             yield staged
-            staged.write_run_json()
+            if not staged.run_json_written:
+                staged.write_run_json()
             if registrar is not None:
                 registrar.finish()
         except Exception as exc:
@@ -130,9 +142,9 @@ def staged_ingest(inputs: list[Path], out: Path, master: str = "local[*]", paylo
         subprocess.run([sys.executable, "-m", "jobs.store.catalog", str(out)], check=False, capture_output=True)
 
 
-def run(inputs: list[Path], out: Path, master: str = "local[*]", payloads: bool = False, progress: bool = True,
+def run(inputs: list[Path | str], out: Path, master: str = "local[*]", payloads: bool = False, progress: bool = True,
         register: bool = True) -> IngestResult:
     """``kafka-forensics ingest``: ingest ``inputs`` into ``out`` (replaced atomically), then build its catalog."""
-    with staged_ingest(inputs, out, master, payloads=payloads, progress=progress, register=register) as staged:
+    with staged_run(inputs, out, master, payloads=payloads, progress=progress, register=register) as staged:
         pass
     return staged.result

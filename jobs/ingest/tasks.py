@@ -22,10 +22,11 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from jobs.ingest import stores
 from jobs.ingest.batch_runs import runs_of
 from jobs.ingest.focus import Focus
 from jobs.store.tables import COMMON, EXTRA_TABLE, INTERNAL_TOPIC_TABLE, KIND_TABLE, TS, schema_of
-from parsers.common import FileBytes, FileWindow, problems_table
+from parsers.common import problems_table
 from parsers.files import KINDS, SEGMENT_KINDS, module_for, small_parser
 from parsers.names import base_offset_from_name
 from parsers.segment import Span
@@ -35,6 +36,7 @@ _DECODERS = {
     "metadata_records": "parsers.metadata_records",
     "consumer_offsets": "parsers.consumer_offsets",
     "transactions": "parsers.transaction_state",
+    "share_group_state": "parsers.share_group_state",
     "remote_segments": "parsers.remote_log_metadata",
 }
 
@@ -82,6 +84,7 @@ _MAX_TS_MS = 253_402_300_799_999  # 9999-12-31: beyond this a Spark timestamp ov
 OWN_COLUMNS: dict[str, set[str]] = {
     "checkpoints": {"topic", "partition", "dir_state"},
     "consumer_offsets": {"topic", "partition"},
+    "share_group_state": {"topic", "partition"},
     "remote_segments": {"topic", "partition"},
     "metadata_records": {"topic", "partition"},
     "log_events": {"topic", "partition"},
@@ -307,9 +310,9 @@ def file_pieces(f: dict, payloads: bool = False, spans: list[dict] | None = None
     span_start = f.get("span_start")
     try:
         if span_start is None:
-            reader = FileBytes(f["abs_path"], listed_size=f["size"])
+            reader = stores.listed_bytes(f["abs_path"], f["size"])
         else:
-            reader = FileWindow(f["abs_path"], f["size"], span_start, f["span_stop"])
+            reader = stores.listed_window(f["abs_path"], f["size"], span_start, f["span_stop"])
         with reader as fb:
             hasher = _Hasher(fb.data) if span_start is None else None
             if kind in SEGMENT_KINDS:
@@ -353,6 +356,8 @@ def file_pieces(f: dict, payloads: bool = False, spans: list[dict] | None = None
                 sha = hasher.hexdigest()
             elif span_start == 0:
                 sha = fb.sha256(HASH_BLOCK)
+    except stores.StoreError:
+        raise  # the store refused or failed (credentials, throttling): the run stops, naming the URL
     except OSError as exc:
         problems.append((0, "unreadable_file", unreadable_detail(exc)))
     except Exception as exc:  # a parser bug must not stop the run: name the file, keep going
@@ -385,7 +390,7 @@ def small_segment_pieces(files: list[dict], payloads: bool = False) -> list[list
     datas: list[bytes | None] = []
     for f in files:
         try:
-            with FileBytes(f["abs_path"], listed_size=f["size"]) as fb:
+            with stores.listed_bytes(f["abs_path"], f["size"]) as fb:
                 datas.append(fb.data)
         except Exception:  # (file_pieces says why, in a problems row)
             datas.append(None)

@@ -27,12 +27,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import pyarrow as pa
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from jobs.store.io import local_frame
+from jobs.store.tables import RESTART_PREVIEW_SCHEMA
 
 from .compare import BATCH_KEY
 from .replica_logs import live_segment_batches
@@ -47,18 +47,6 @@ Epochs = list[tuple[int, int]]  # (epoch, start offset), as in leader-epoch-chec
 # (topic, partition, broker, truncate_to) of each replica a restart would truncate (``destroyed``)
 CUTS = T.StructType([T.StructField("topic", T.StringType()), T.StructField("partition", T.IntegerType()),
                      T.StructField("broker", T.IntegerType()), T.StructField("truncate_to", T.LongType())])
-
-RESTART_PREVIEW_SCHEMA = pa.schema([
-    ("topic", pa.string()), ("partition", pa.int32()), ("broker", pa.int32()),
-    ("leader", pa.int32()),  # the surviving log's broker, which the replica will follow
-    ("leo", pa.int64()), ("truncate_to", pa.int64()), ("rule", pa.string()),
-    ("epochs_asked", pa.list_(pa.int32())),  # the follower epochs sent in OffsetsForLeaderEpoch, in order
-    ("records_destroyed", pa.int64()),
-    ("held_elsewhere", pa.list_(pa.int32())),  # brokers holding every destroyed batch (same offsets and CRC)
-    ("records_nowhere_else", pa.int64()),  # destroyed records no other replica holds
-    ("finding_id", pa.string()),  # the loss or divergence finding whose range this truncation destroys
-    ("sentence", pa.string()),
-])
 
 
 @dataclass(frozen=True)

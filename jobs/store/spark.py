@@ -107,6 +107,9 @@ def sized_confs(input_bytes: int | None, cores: int, remote: bool = False) -> di
 DRIVER_JVM_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC -XX:ReservedCodeCacheSize=240m -XX:MetaspaceSize=256m"
 
 
+# an INPUT on an object store (``s3://…``), as ``jobs.ingest.stores`` tells them
+STORE_URL = re.compile(r"^([a-z][a-z0-9+.-]*)://", re.I)
+
 MEMORY_ENV = "KF_DRIVER_MEMORY"
 DEBUGGING = "spark.python.sql.dataFrameDebugging.enabled"  # (see get_session)
 MIN_DRIVER_MEMORY = 512 << 20  # Spark refuses a heap whose usable size is under 450 MiB (1.5 x its 300 MiB reserve)
@@ -246,6 +249,50 @@ def is_remote(spark: SparkSession) -> bool:
     return type(spark).__module__.startswith("pyspark.sql.connect")
 
 
+@contextlib.contextmanager
+def job_group(spark: SparkSession, group: str, description: str) -> Iterator[None]:
+    """The jobs started in this block belong to ``group`` (``executors_of`` reads them back);
+    the thread's job group is cleared after. Nothing over Spark Connect (no SparkContext)."""
+    if is_remote(spark):
+        yield
+        return
+    sc = spark.sparkContext
+    sc.setJobGroup(group, description, False)
+    try:
+        yield
+    finally:
+        for key in ("spark.jobGroup.id", "spark.job.description", "spark.job.interruptOnCancel"):
+            sc.setLocalProperty(key, None)
+
+
+def executors_of(spark: SparkSession, group: str, timeout_ms: int = 10_000) -> list[dict] | None:
+    """Which executors ran the tasks of ``group``'s jobs: ``{"executor", "host", "tasks"}`` each,
+    from Spark's status store (kept with the UI off; ``spark.ui.retainedTasks`` tasks a stage).
+    Why: run.json says where the parsing ran, and that a cluster's workers all took part. The
+    store is Spark's internal API, read through py4j: None over Spark Connect or should it move."""
+    if is_remote(spark):
+        return None
+    try:
+        sc = spark.sparkContext
+        jsc = sc._jsc.sc()
+        jsc.listenerBus().waitUntilEmpty(timeout_ms)  # (the store is fed by the listener bus, after the job)
+        tracker, store = sc.statusTracker(), jsc.statusStore()
+        counts: dict[tuple[str, str], int] = {}
+        for job in tracker.getJobIdsForGroup(group):
+            info = tracker.getJobInfo(job)
+            for stage in info.stageIds if info is not None else ():
+                attempt = tracker.getStageInfo(stage)
+                tasks = store.taskList(stage, attempt.currentAttemptId if attempt is not None else 0, 1 << 20).iterator()
+                while tasks.hasNext():
+                    task = tasks.next()
+                    if task.status() == "SUCCESS":
+                        key = (task.executorId(), task.host())
+                        counts[key] = counts.get(key, 0) + 1
+    except Exception:  # an internal API: a run.json without it, never a failed run
+        return None
+    return [{"executor": e, "host": h, "tasks": n} for (e, h), n in sorted(counts.items())]
+
+
 def remote_endpoint(url: str) -> tuple[str, int]:
     """(host, port) of ``sc://HOST[:PORT][/;params]``, as pyspark's ChannelBuilder reads it."""
     netloc = url[len(REMOTE_SCHEME):].split("/", 1)[0].split(";", 1)[0]
@@ -287,9 +334,12 @@ def parallelism(spark: SparkSession) -> int:
 
 def input_bytes(inputs: list[Path]) -> int:
     """Bytes of every regular file under ``inputs`` (archives as stored), before anything is read:
-    what ``sized_confs`` sizes Spark by. Links are not followed, as discovery does not."""
+    what ``sized_confs`` sizes Spark by. Links are not followed, as discovery does not. An input
+    on an object store (a URL) counts nothing here: its listing is discovery's."""
     total = 0
     for top in inputs:
+        if isinstance(top, str) and STORE_URL.match(top):  # (``jobs.ingest.stores.is_url``: the store below ingest)
+            continue
         for root, _dirs, names in os.walk(top):
             for name in names:
                 try:

@@ -1,4 +1,5 @@
-"""The schemas of the tables ``ingest`` writes, derived from the parsers' own schemas.
+"""The schemas of the tables ``ingest`` writes, derived from the parsers' own schemas, and of the
+job tables ``analyze`` writes beside them.
 
 Why derived: a column added to a parser shows up in its table (and in docs/tables.md, which
 ``python -m jobs.store.tables_doc`` generates from this module) without a second list to keep in step.
@@ -25,6 +26,7 @@ from parsers import (
     producer_snapshot,
     remote_log_metadata,
     segment,
+    share_group_state,
     time_index,
     transaction_index,
     transaction_state,
@@ -129,6 +131,9 @@ SCHEMAS: dict[str, pa.Schema] = {
     ]),
     "consumer_offsets": _with_common(consumer_offsets.CONSUMER_OFFSETS_SCHEMA),
     "transactions": _with_common(transaction_state.TRANSACTIONS_SCHEMA),
+    # __share_group_state (KIP-932 share groups): topic is null (the record names the topic by
+    # id, topic_id); partition is the share-partition's
+    "share_group_state": _with_common(share_group_state.SHARE_GROUP_STATE_SCHEMA),
     # __remote_log_metadata (tiered storage): one row per remote segment event; topic/partition
     # are the tiered partition's
     "remote_segments": _with_common(remote_log_metadata.REMOTE_SEGMENTS_SCHEMA),
@@ -174,9 +179,139 @@ INTERNAL_TOPIC_TABLE: dict[str, str] = {
     "__cluster_metadata": "metadata_records",
     "__consumer_offsets": "consumer_offsets",
     "__transaction_state": "transactions",
+    "__share_group_state": "share_group_state",
     "__remote_log_metadata": "remote_segments",
 }
 EXTRA_TABLE = {"records": "records", "index_info": "index_files"}
+
+# ---- the job tables ``analyze`` writes beside them ---------------------------------------------
+# findings and restart_preview are rows the driver computed, handed to Spark in these schemas
+# (``jobs.store.io.local_frame``); a finding's fields are the contract's (findings.json). The
+# others are what their Spark jobs write (jobs/replicas, jobs/history), declared here so
+# docs/tables.md documents every table of an analyzed DIR; tests/test_cli_analyze.py checks each
+# against the Parquet a real run writes.
+INTS = pa.list_(pa.int32())
+
+REPLICA_LOGS_SCHEMA = pa.schema([  # jobs.replicas.replica_logs: one row per replica
+    ("topic", pa.string()), ("partition", pa.int32()), ("broker", pa.int32()), ("log_dir", pa.string()),
+    ("dir_state", pa.string()), ("topic_id", pa.string()),
+    ("segments", pa.int64()), ("first_segment_offset", pa.int64()),
+    ("log_start_checkpoint", pa.int64()),  # the log-start-offset-checkpoint entry
+    ("log_start_offset", pa.int64()),  # max(that entry, the first segment's base offset), as LogLoader
+    ("first_offset", pa.int64()),  # of the first batch
+    ("leo", pa.int64()),  # log end offset: the end of the last valid batch
+    ("hw_checkpoint", pa.int64()), ("recovery_point", pa.int64()), ("cleaner_offset", pa.int64()),
+    ("epoch_entries", pa.list_(pa.struct([("epoch", pa.int32()), ("start_offset", pa.int64())]))),  # leader-epoch-checkpoint
+    ("first_epoch", pa.int32()), ("last_epoch", pa.int32()),  # of the leader-epoch-checkpoint
+    ("batch_first_epoch", pa.int32()), ("batch_last_epoch", pa.int32()), ("batch_max_epoch", pa.int32()),  # of the batches
+    ("records", pa.int64()), ("control_records", pa.int64()), ("bytes", pa.int64()),
+    ("clean_shutdown", pa.bool_()), ("compacted", pa.bool_()), ("min_magic", pa.int8()), ("max_magic", pa.int8()),
+    ("problems", pa.int64()), ("index_padding_entries", pa.int64()),
+    ("batch_digest", pa.string()),  # of the readable batches: replicas holding the same batches have the same digest
+])
+EPOCH_LINEAGE_SCHEMA = pa.schema([  # jobs.replicas.epoch_lineage: per partition, epoch and replica
+    ("topic", pa.string()), ("partition", pa.int32()), ("leader_epoch", pa.int32()), ("broker", pa.int32()),
+    ("checkpoint_start_offset", pa.int64()),  # where the replica's leader-epoch-checkpoint starts the epoch
+    ("batch_start_offset", pa.int64()), ("batch_end_offset", pa.int64()), ("batch_records", pa.int64()),  # its batches of the epoch
+    ("first_timestamp", pa.int64()), ("last_timestamp", pa.int64()),
+    ("likely_leader", pa.int32()),  # null when the evidence does not single one broker out
+    ("leader_evidence", pa.string()),  # metadata_log | broker_log | leader_epoch_checkpoint | first_batch
+])
+OFFSET_RANGES_SCHEMA = pa.schema([  # jobs.replicas.offset_ranges: contiguous ranges and the holes between them
+    ("topic", pa.string()), ("partition", pa.int32()), ("broker", pa.int32()),
+    ("first_offset", pa.int64()), ("last_offset", pa.int64()), ("leader_epoch", pa.int32()),
+    ("kind", pa.string()),  # data | hole
+    ("reason", pa.string()),  # a hole's: compaction | log_start | unexplained
+    ("at_segment_boundary", pa.bool_()), ("records", pa.int64()), ("bytes", pa.int64()),
+    ("path", pa.string()), ("position", pa.int64()),
+])
+METADATA_EVENTS_SCHEMA = pa.schema([  # jobs.history.metadata.METADATA_EVENTS: the KRaft metadata log, per partition
+    ("topic", pa.string()), ("partition", pa.int32()), ("topic_id", pa.string()),
+    ("meta_offset", pa.int64()),  # offset in __cluster_metadata (snapshots: their end offset - 1)
+    ("time", TS),  # the record's append time on the controller
+    ("event", pa.string()),  # partition_created | leader_change | leader_epoch_bump | isr_change | elr_change | leader_recovered | replicas_change | topic_removed | snapshot_state | partition_change
+    ("leader", pa.int32()), ("leader_epoch", pa.int32()), ("partition_epoch", pa.int32()),
+    ("isr", INTS),
+    ("elr", INTS),  # eligible leader replicas (KIP-966; null in records older than version 2)
+    ("last_known_elr", INTS),  # LastKnownElr: the last leader, kept while the partition is leaderless
+    ("replicas", INTS),
+    ("leader_recovery_state", pa.int32()),  # 0 RECOVERED, 1 RECOVERING
+    ("prev_leader", pa.int32()), ("prev_leader_epoch", pa.int32()), ("prev_isr", INTS),
+    ("election", pa.string()),  # clean | unclean | offline (leader -1) | null (no leader change)
+    ("clean", pa.bool_()),
+    ("elected_from", pa.string()),  # isr | elr | reassignment | outside_isr | last_known_leader | null (unknown, or no election)
+    ("source", pa.string()),  # log | snapshot
+    ("nodes", INTS),  # the nodes whose metadata log (or snapshot) holds the record
+    ("path", pa.string()), ("batch_position", pa.int64()), ("detail", pa.string()),
+])
+BROKER_EVENTS_SCHEMA = pa.schema([  # jobs.history.metadata.BROKER_EVENTS
+    ("node", pa.int32()), ("meta_offset", pa.int64()), ("time", TS),
+    ("event", pa.string()),  # registered | unregistered | fenced | unfenced | controlled_shutdown | controller_registered
+    ("detail", pa.string()), ("source", pa.string()), ("nodes", INTS), ("path", pa.string()), ("batch_position", pa.int64()),
+])
+TIMELINE_SCHEMA = pa.schema([  # jobs.history.timeline.TIMELINE
+    ("topic", pa.string()), ("partition", pa.int32()), ("time", TS),
+    ("source", pa.string()),  # metadata | broker_log | leader_epoch | consumer_offsets
+    ("node", pa.int32()), ("event", pa.string()), ("leader", pa.int32()), ("leader_epoch", pa.int32()), ("offset", pa.int64()),
+    ("isr", INTS), ("election", pa.string()),
+    ("severity", pa.string()),  # null | info | warning | error
+    ("detail", pa.string()), ("path", pa.string()), ("position", pa.int64()), ("seq", pa.int64()),
+])
+
+PRODUCER = pa.struct([
+    pa.field("producer_id", pa.int64()),
+    pa.field("producer_epoch", pa.int32()),
+    pa.field("first_sequence", pa.int32()),
+    pa.field("last_sequence", pa.int32()),
+])
+EVIDENCE = pa.struct([
+    pa.field("broker", pa.int32()),
+    pa.field("path", pa.string()),
+    pa.field("position", pa.int64()),
+    pa.field("detail", pa.string()),
+])
+FINDINGS_SCHEMA = pa.schema([
+    pa.field("id", pa.string()),
+    pa.field("kind", pa.string()),
+    pa.field("severity", pa.string()),
+    pa.field("topic", pa.string()),
+    pa.field("partition", pa.int32()),
+    pa.field("brokers", pa.list_(pa.int32())),
+    pa.field("first_offset", pa.int64()),
+    pa.field("last_offset", pa.int64()),
+    pa.field("records", pa.int64()),
+    pa.field("bytes", pa.int64()),
+    pa.field("leader_epochs", pa.list_(pa.int32())),
+    pa.field("producers", pa.list_(PRODUCER)),
+    pa.field("first_timestamp", pa.int64()),
+    pa.field("last_timestamp", pa.int64()),
+    pa.field("evidence", pa.list_(EVIDENCE)),
+    pa.field("explanation", pa.string()),
+    pa.field("salvage_brokers", pa.list_(pa.int32())),
+    pa.field("surviving_broker", pa.int32()),
+    pa.field("evidence_basis", pa.string()),
+])
+RESTART_PREVIEW_SCHEMA = pa.schema([
+    ("topic", pa.string()), ("partition", pa.int32()), ("broker", pa.int32()),
+    ("leader", pa.int32()),  # the surviving log's broker, which the replica will follow
+    ("leo", pa.int64()), ("truncate_to", pa.int64()), ("rule", pa.string()),
+    ("epochs_asked", pa.list_(pa.int32())),  # the follower epochs sent in OffsetsForLeaderEpoch, in order
+    ("records_destroyed", pa.int64()),
+    ("held_elsewhere", pa.list_(pa.int32())),  # brokers holding every destroyed batch (same offsets and CRC)
+    ("records_nowhere_else", pa.int64()),  # destroyed records no other replica holds
+    ("finding_id", pa.string()),  # the loss or divergence finding whose range this truncation destroys
+    ("sentence", pa.string()),
+])
+JOB_SCHEMAS: dict[str, pa.Schema] = {  # in the order analyze writes them
+    "replica_logs": REPLICA_LOGS_SCHEMA,
+    "metadata_events": METADATA_EVENTS_SCHEMA,
+    "epoch_lineage": EPOCH_LINEAGE_SCHEMA,
+    "offset_ranges": OFFSET_RANGES_SCHEMA,
+    "broker_events": BROKER_EVENTS_SCHEMA,
+    "timeline": TIMELINE_SCHEMA,
+    "findings": FINDINGS_SCHEMA,
+    "restart_preview": RESTART_PREVIEW_SCHEMA,
+}
 
 # Hive-style partition columns of the big tables (readers prune by topic)
 PARTITION_BY: dict[str, list[str]] = {"batches": ["topic"], "records": ["topic"]}

@@ -1,4 +1,4 @@
-"""Generate docs/tables.md from jobs/tables.py, so the documented schemas cannot drift.
+"""Generate docs/tables.md from jobs/store/tables.py, so the documented schemas cannot drift.
 
     python -m jobs.store.tables_doc            # rewrite docs/tables.md
     python -m jobs.store.tables_doc --check    # exit 1 if it is out of date (tests/test_tables_doc.py)
@@ -11,11 +11,8 @@ from pathlib import Path
 
 from pyspark.sql.pandas.types import from_arrow_type
 
-from jobs.replicas.restart_preview import RESTART_PREVIEW_SCHEMA
-from jobs.store.tables import ALL_TABLES, PARTITION_BY, schema_of
+from jobs.store.tables import ALL_TABLES, JOB_SCHEMAS, PARTITION_BY, schema_of
 
-# Job tables written by `analyze` whose schema is fixed in code (the others follow their Spark jobs).
-JOB_SCHEMAS = {"restart_preview": RESTART_PREVIEW_SCHEMA}
 DOC = Path(__file__).resolve().parents[2] / "docs" / "tables.md"
 
 ABOUT = {
@@ -36,12 +33,31 @@ ABOUT = {
     "partition_metadata": "partition.metadata (topic id)",
     "meta_properties": "meta.properties of each log dir",
     "clean_shutdown": "one row per `.kafka_cleanshutdown` marker present",
-    "restart_preview": "per replica that is not its partition's surviving log: where it truncates when it rejoins as a follower "
-                       "(leader-epoch protocol, or the HW for logs without epochs), the records that destroys and who else holds them",
     "remote_segments": "`__remote_log_metadata` (tiered storage, KIP-405): one row per remote segment event "
                        "(copy started/finished, delete started/finished, partition delete); topic/partition are the tiered partition's; "
                        "a segment's state is its latest row",
+    "consumer_offsets": "`__consumer_offsets`: one row per record of every type Kafka 4.1.1's group coordinator writes (offset "
+                        "commits; classic, consumer (KIP-848), share (KIP-932) and streams (KIP-1071) group records); topic/partition "
+                        "are the committed partition's",
+    "share_group_state": "`__share_group_state` (KIP-932 share groups): one row per ShareSnapshot/ShareUpdate record: a share "
+                         "group's start offset and state batches per share-partition; `topic` is null (the record names the topic "
+                         "by `topic_id`), `partition` is the share-partition's",
     "problems": "what every parser, the discovery and the archive reader found wrong, naming the file and byte position",
+    # the job tables
+    "replica_logs": "one row per replica (topic, partition, broker): its log as Kafka's `LogLoader` would see it at start-up "
+                    "(log start offset, LEO, checkpointed HW, recovery point, leader epochs) and a digest of its batches",
+    "metadata_events": "the KRaft metadata log replayed per partition: one row per partition change (elections with their "
+                       "cleanliness, ISR and replica changes), naming the nodes whose copy holds the record",
+    "epoch_lineage": "per partition, leader epoch and replica: where the epoch starts in the leader-epoch-checkpoint and in the "
+                     "batches, and the epoch's `likely_leader` with the `leader_evidence` that decided it (null: undetermined)",
+    "offset_ranges": "per replica, its contiguous offset ranges of one leader epoch (`data`) and the holes between them (`hole`) "
+                     "with their reason",
+    "broker_events": "from the KRaft metadata log: broker and controller registrations, fencing and controlled shutdowns",
+    "timeline": "one incident timeline per partition: metadata events, epoch starts, broker log lines and consumer commits "
+                "in time order (`seq` breaks ties)",
+    "findings": "the findings of findings.json, one row each, with the contract's fields",
+    "restart_preview": "per replica that is not its partition's surviving log: where it truncates when it rejoins as a follower "
+                       "(leader-epoch protocol, or the HW for logs without epochs), the records that destroys and who else holds them",
 }
 
 
@@ -56,7 +72,8 @@ def render() -> str:
     ]
     for name in ALL_TABLES:
         out += _section(name, schema_of(name))
-    out += ["# Tables written by `analyze`", ""]
+    out += ["# Tables written by `analyze`", "",
+            "`analyze` writes the tables above and these job tables beside them, in the same DIR and catalog.", ""]
     for name, schema in JOB_SCHEMAS.items():
         out += _section(name, schema)
     return "\n".join(out)

@@ -81,9 +81,10 @@ class Cluster:
         self._last_hw_ckpt = 0
         self._last_offset_ckpt = 0
         self._seq = 0
-        self._pid_seq: dict[int, int] = {}
+        self._pid_seq: dict[tuple[int, int, str, int], int] = {}  # (producer id, epoch, topic, partition) -> next sequence
         self.retriable: list[tuple[str, int, SimBatch]] = []  # acks=all sends that failed with a retriable error
         self.layouts: dict = {}  # (broker, topic, partition) -> PartitionLayout, after materialize
+        self.share_start: dict[tuple[str, str, int], int] = {}  # (group, topic, partition) -> the stored share-partition start
 
     # ------------------------------------------------------------------ bookkeeping
     def event(self, actor: str, action: str, **what) -> None:
@@ -182,10 +183,14 @@ class Cluster:
         value_bytes: int = 100,
         key_fmt: str = "k-{seq}",
         producer_id: int = -1,
+        producer_epoch: int = 0,
         transactional: bool = False,
         keys: list[bytes] | None = None,
     ) -> list[SimBatch]:
-        """Send ``n`` records in batches to the current leader; returns the batches appended."""
+        """Send ``n`` records in batches to the current leader; returns the batches appended.
+        An idempotent or transactional producer (``producer_id`` >= 0) numbers its batches per
+        partition and producer epoch from 0 (``TransactionManager``'s sequence per partition is reset
+        with every new epoch: transactions v2 bump it at each commit/abort)."""
         appended = []
         remaining = n
         while remaining > 0:
@@ -194,13 +199,20 @@ class Cluster:
             recs = self._new_records(k, key_fmt, value_bytes)
             if keys is not None:
                 recs = [SimRecord(keys[(n - remaining - k + i) % len(keys)], r.value, r.timestamp) for i, r in enumerate(recs)]
-            batch = self._send(topic, partition, recs, acks, producer_id, transactional)
+            batch = self._send(topic, partition, recs, acks, producer_id, transactional, producer_epoch)
             if batch is not None:
                 appended.append(batch)
         return appended
 
+    def append_records(self, topic: str, partition: int, records: list[tuple[bytes | None, bytes | None]]) -> SimBatch | None:
+        """One batch of exactly these (key, value) records, acks=all and no producer id: what a
+        coordinator appends to its internal topic (``TransactionStateManager.appendTransactionToLog``)."""
+        recs = [SimRecord(k, v, START_MS + self.now) for k, v in records]
+        return self._send(topic, partition, recs, "all", -1, False)
+
     def _send(
-        self, topic: str, partition: int, recs: list[SimRecord], acks: str, producer_id: int, transactional: bool
+        self, topic: str, partition: int, recs: list[SimRecord], acks: str, producer_id: int, transactional: bool,
+        producer_epoch: int = 0,
     ) -> SimBatch | None:
         """One produce request of one batch: refused, appended and acked, or appended and waiting."""
         part = self.part(topic, partition)
@@ -228,14 +240,15 @@ class Cluster:
                 return None
             seq = -1
             if producer_id >= 0:
-                seq = self._pid_seq.get(producer_id, 0)
-                self._pid_seq[producer_id] = seq + k
+                seq_key = (producer_id, producer_epoch, topic, partition)
+                seq = self._pid_seq.get(seq_key, 0)
+                self._pid_seq[seq_key] = seq + k
             batch = SimBatch(
                 leader.leo,
                 tuple(recs),
                 part.epoch,
                 producer_id=producer_id,
-                producer_epoch=0 if producer_id >= 0 else -1,
+                producer_epoch=producer_epoch if producer_id >= 0 else -1,
                 base_sequence=seq,
                 transactional=transactional,
             )
@@ -273,8 +286,11 @@ class Cluster:
             )
             self._send(topic, partition, list(batch.records), "all", -1, False)
 
-    def write_marker(self, topic: str, partition: int, producer_id: int, control: str) -> SimBatch:
-        """The transaction coordinator's COMMIT/ABORT marker: one offset, a control batch."""
+    def write_marker(
+        self, topic: str, partition: int, producer_id: int, control: str, *, producer_epoch: int = 0, coordinator_epoch: int = 0
+    ) -> SimBatch:
+        """The transaction coordinator's COMMIT/ABORT marker: one offset, a control batch, at the
+        epoch the coordinator holds (under transactions v2 the data's epoch + 1)."""
         part = self.part(topic, partition)
         leader = self.leader_replica(part)
         assert leader is not None
@@ -283,9 +299,10 @@ class Cluster:
             (),
             part.epoch,
             producer_id=producer_id,
-            producer_epoch=0,
+            producer_epoch=producer_epoch,
             transactional=True,
             control=control,
+            coordinator_epoch=coordinator_epoch,
             timestamp=START_MS + self.now,
         )
         if control == "abort":
@@ -306,9 +323,96 @@ class Cluster:
             offset=batch.base_offset,
             control=control,
             producer_id=producer_id,
+            producer_epoch=producer_epoch,
         )
         self._maybe_advance_hw(part)
         return batch
+
+    # ------------------------------------------------------------------ group coordinators (Kafka 4)
+    def coordinator_write(self, topic: str, records: list) -> SimBatch | None:
+        """The group or share coordinator appending its records (``writer.records.Record``s, one
+        batch) to partition 0 of its topic (``__consumer_offsets``, ``__share_group_state``). The
+        coordinator writes with acks=all inside the broker: no client ledger row. None when the
+        partition has no live leader (the coordinator is unavailable: nothing is written)."""
+        part = self.part(topic, 0)
+        try:
+            leader = self.leader_replica(part)
+            if leader is None:
+                self.event("coordinator", "write_failed", topic=topic, partition=0, records=len(records))
+                return None
+            # no producer id, base sequence 0: what Kafka 4.1.1's coordinators write (tests/data/kafka-4.1.1-groups)
+            batch = SimBatch(leader.leo, tuple(SimRecord(r.key, r.value, START_MS + self.now) for r in records), part.epoch,
+                             base_sequence=0)
+            leader.append(batch)
+            self.event(f"broker-{part.leader}", "append", topic=topic, partition=0, first_offset=batch.base_offset,
+                       last_offset=batch.last_offset, epoch=part.epoch, acks="all", transactional=False, coordinator=True)
+            self._maybe_advance_hw(part)
+            return batch
+        finally:
+            self.advance(1)
+
+    def _group_topics(self) -> None:
+        """``__consumer_offsets`` and ``__share_group_state`` (one partition each, RF up to 3), created
+        the first time a group does anything, as Kafka creates them on first use."""
+        rf = min(3, len(self.brokers))
+        if ("__consumer_offsets", 0) not in self.partitions:
+            self.create_topic("__consumer_offsets", 1, rf, compacted=True)
+        if ("__share_group_state", 0) not in self.partitions:
+            self.create_topic("__share_group_state", 1, rf)
+
+    def join_group(self, group: str, kind: str, topic: str, partitions: list[int], *, member: str = "member-1", epoch: int = 1) -> None:
+        """A member joins a Kafka 4 group (``kind``: consumer = KIP-848, share = KIP-932, streams =
+        KIP-1071) reading ``partitions`` of ``topic``: the group coordinator's records for it."""
+        from sample_data.writer import coordinator_records as cr
+
+        self._group_topics()
+        ts, tid = START_MS + self.now, self.topic_ids[topic]
+        if kind == "consumer":
+            recs = cr.consumer_group_join(group, member, epoch=epoch, assignment={tid: partitions}, topics=[topic], ts=ts)
+        elif kind == "share":
+            recs = cr.share_group_join(group, member, epoch=epoch, assignment={tid: partitions}, topic_names={tid: topic}, ts=ts)
+        elif kind == "streams":
+            recs = cr.streams_group_join(group, member, epoch=epoch, source_topics=[topic], partitions=partitions, ts=ts)
+        else:
+            raise ValueError(f"group kind must be consumer, share or streams, not {kind!r}")
+        if self.coordinator_write("__consumer_offsets", recs) is not None:
+            self.event("coordinator", "group_join", group=group, kind=kind, topic=topic, partitions=list(partitions))
+            if kind == "share":  # the share coordinator initializes each share-partition's state
+                for p in partitions:
+                    self.coordinator_write("__share_group_state", [cr.share_snapshot(group, tid, p, start_offset=-1, ts=ts)])
+
+    def commit_offset(self, group: str, topic: str, partition: int, offset: int) -> None:
+        """A consumer group (classic or KIP-848: the same record) commits ``offset``: OffsetCommitValue
+        v4 with the topic id, as Kafka 4 writes it; the leader epoch is the partition's current one."""
+        from sample_data.writer.coordinator_records import offset_commit
+
+        self._group_topics()
+        part = self.part(topic, partition)
+        rec = offset_commit(group, topic, partition, offset, ts=START_MS + self.now, leader_epoch=part.epoch,
+                            topic_id=self.topic_ids[topic])
+        if self.coordinator_write("__consumer_offsets", [rec]) is not None:
+            self.event("coordinator", "group_progress", group=group, share=False, topic=topic, partition=partition, offset=offset)
+
+    def share_acknowledge(self, group: str, topic: str, partition: int, upto: int, *, snapshot: bool = False) -> None:
+        """A share group acknowledged every record below ``upto``. As Kafka 4.1.1 writes it
+        (tests/data/kafka-4.1.1-groups): a ShareUpdate that keeps the start offset where it was and
+        carries the acknowledged state batch; or, with ``snapshot`` (every few updates), a
+        ShareSnapshot whose start offset is ``upto``."""
+        from sample_data.writer import coordinator_records as cr
+
+        self._group_topics()
+        part, tid, ts = self.part(topic, partition), self.topic_ids[topic], START_MS + self.now
+        start = self.share_start.get((group, topic, partition), 0)
+        if snapshot:
+            rec = cr.share_snapshot(group, tid, partition, start_offset=upto, ts=ts, snapshot_epoch=1, state_epoch=1,
+                                    leader_epoch=part.epoch)
+        else:
+            rec = cr.share_update(group, tid, partition, start_offset=start, ts=ts, leader_epoch=part.epoch,
+                                  batches=[(start, upto - 1, cr.ACKNOWLEDGED, 1)] if upto > start else [])
+        if self.coordinator_write("__share_group_state", [rec]) is not None:
+            if snapshot:
+                self.share_start[(group, topic, partition)] = upto
+            self.event("coordinator", "group_progress", group=group, share=True, topic=topic, partition=partition, offset=upto)
 
     @staticmethod
     def _txn_start(log: Replica, producer_id: int) -> int:

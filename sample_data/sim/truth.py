@@ -469,6 +469,38 @@ def damage_findings(problems: list[dict]) -> list[dict]:
     return out
 
 
+def consumer_reads(cluster: Cluster, found: list[dict]) -> list[dict]:
+    """Groups whose latest progress (a consumer group's commit, a share group's start offset: the
+    coordinators' ``group_progress`` events) lies past the first offset of a lost or divergent
+    range of ``found``: consumer_read_lost_data over the offsets read past (ranges merged), an
+    error when some of them no replica holds. Its brokers are the ranges' as the analyzer can name
+    them (a loss whose surviving log the files cannot single out: every candidate and salvage broker)."""
+    progress: dict[tuple, int] = {}
+    for e in cluster.events:
+        if e["action"] == "group_progress":
+            progress[(e["share"], e["group"], e["topic"], e["partition"])] = e["offset"]
+    ranges = [f for f in found if f["kind"] in ("acked_data_loss", "replica_divergence") and f["first_offset"] is not None]
+    out = []
+    for (share, group, topic, p), c in sorted(progress.items()):
+        hit = [f for f in ranges if (f["topic"], f["partition"]) == (topic, p) and c > f["first_offset"]]
+        if not hit:
+            continue
+        spans = _ranges(o for f in hit for o in range(f["first_offset"], min(f["last_offset"], c - 1) + 1))
+        gone = any(f["kind"] == "acked_data_loss" and not f.get("salvage_brokers") for f in hit)
+        brokers = set()
+        for f in hit:
+            cands = f.get("surviving_candidates") or []
+            brokers |= set(cands) | set(f.get("salvage_brokers") or []) if len(cands) > 1 else set(f["brokers"])
+        who = f"share group {group}'s start offset" if share else f"group {group}'s committed offset"
+        out.append(_finding(
+            "consumer_read_lost_data", "error" if gone else "warning", topic, p, brokers, spans[0][0], spans[-1][1],
+            sum(b - a + 1 for a, b in spans),
+            f"{who} on {topic}-{p} is {c}, past offsets {', '.join(f'{a}-{b}' for a, b in spans)} that were lost or diverged",
+            evidence_sources=sorted({"files", *(s for f in hit for s in f["evidence_sources"])}),
+        ))  # fmt: skip
+    return out
+
+
 def expected_findings(cluster: Cluster, problems: list[dict]) -> list[dict]:
     """Every finding, each with a stable ``id`` (kind, where, first offset, brokers)."""
     found = (
@@ -483,6 +515,7 @@ def expected_findings(cluster: Cluster, problems: list[dict]) -> list[dict]:
         + lost_markers(cluster)
         + unclean_shutdowns(cluster)
     )
+    found += consumer_reads(cluster, found)
     for f in found:
         f["id"] = f"{f['kind']}:{f['topic']}-{f['partition']}:{f['first_offset']}:{'-'.join(map(str, f['brokers']))}"
     return found
@@ -529,6 +562,13 @@ def must_not_report(cluster: Cluster, findings: list[dict]) -> list[dict]:
             add("hanging_transaction", topic, p, "every transaction ends with a COMMIT or ABORT marker")
         if any(b.control for r in reps for b in r.batches):
             add("offset_gap", topic, p, "offsets taken by transaction markers hold no data records")
+            add("transaction_marker_lost", topic, p, "no transaction open in the surviving log has its marker on another replica")
+        epochs: dict[int, set[int]] = {}
+        for b in (b for r in reps for b in r.batches if b.producer_id >= 0 and not b.control):
+            epochs.setdefault(b.producer_id, set()).add(b.producer_epoch)
+        if any(len(e) > 1 for e in epochs.values()):
+            add("duplicate_sequence", topic, p, "sequences start again at 0 with every producer epoch (transactions v2 "
+                "bump it at each commit and abort): the same sequence at another epoch is no duplicate")
         if any(r.log_start > 0 for r in reps):
             add("acked_data_loss", topic, p, "records below the log start offset were removed by retention or deleteRecords")
             add("log_start_divergence", topic, p, "log start moved by retention or deleteRecords, consistently across replicas")

@@ -59,7 +59,7 @@ from .properties import (
     meta_properties_text,
     partition_metadata_text,
 )
-from .records import MAGIC_V2, NO_PRODUCER_ID, NO_TIMESTAMP, BatchSpec, encode_batch
+from .records import MAGIC_V2, NO_PRODUCER_ID, NO_SEQUENCE, NO_TIMESTAMP, BatchSpec, encode_batch
 
 OFFSET_NAME_DIGITS = 20
 NO_OFFSET = -1
@@ -224,6 +224,11 @@ class ProducerState:
         if spec.producer_id == NO_PRODUCER_ID:
             return None
         p = self.producers.setdefault(spec.producer_id, _Producer(spec.producer_id, len(self.producers)))
+        if p.producer_epoch != spec.producer_epoch:
+            # ProducerStateEntry.maybeUpdateProducerEpoch: a new epoch drops the batches kept for
+            # de-duplication, so a marker that bumps it (transactions v2: one epoch above its data)
+            # leaves no last sequence or offset behind (-1, -1, delta 0 in the snapshot)
+            p.last_sequence, p.last_offset, p.offset_delta = NO_SEQUENCE, NO_OFFSET, 0
         p.producer_epoch = spec.producer_epoch
         if spec.is_control:  # ProducerAppendInfo.appendEndTxnMarker
             aborted = None

@@ -92,10 +92,14 @@ class Record:
     offset_delta: int | None = None  # None = position in the batch; set explicitly to leave compaction holes
 
 
-def control_record(control: str, coordinator_epoch: int, timestamp: int) -> Record:
-    """The single record of a transaction marker batch (``EndTransactionMarker``)."""
+def control_record(control: str, coordinator_epoch: int, timestamp: int, marker_version: int = END_TXN_MARKER_VERSION,
+                   marker_tail: bytes = b"") -> Record:
+    """The single record of a transaction marker batch (``EndTransactionMarker``). Kafka up to 4.4
+    writes value version 0 only; ``marker_version``/``marker_tail``: a later version's value, which
+    ``EndTransactionMarker.deserializeValue`` reads as its highest known version (the coordinator
+    epoch, the rest ignored)."""
     key = _INT16_PAIR.pack(CONTROL_RECORD_VERSION, CONTROL_TYPES[control])
-    value = _INT16_INT32.pack(END_TXN_MARKER_VERSION, coordinator_epoch)
+    value = _INT16_INT32.pack(marker_version, coordinator_epoch) + marker_tail
     return Record(key, value, timestamp)
 
 
@@ -111,6 +115,8 @@ class BatchSpec:
     is_transactional: bool = False
     control: str | None = None  # None, "commit" or "abort": a marker batch with one control record
     coordinator_epoch: int = 0
+    marker_version: int = END_TXN_MARKER_VERSION  # a control batch's EndTransactionMarker value version ...
+    marker_tail: bytes = b""  # ... and the bytes a later version adds (see control_record)
     timestamp_type: str = "create"  # create|log_append
     log_append_time: int | None = None
     # Overrides for batches no producer writes but the broker leaves behind (the cleaner's empty
@@ -175,7 +181,7 @@ class BatchSpec:
         if self.control is None:
             return self.records
         ts = self.records[0].timestamp if self.records else self.max_timestamp
-        return (control_record(self.control, self.coordinator_epoch, ts),)
+        return (control_record(self.control, self.coordinator_epoch, ts, self.marker_version, self.marker_tail),)
 
     @cached_property
     def offset_deltas(self) -> tuple[int, ...]:
