@@ -49,21 +49,30 @@ Event vocabulary (``event`` column) and what ``offset`` means for each:
   ... Current high watermark 450`` lines. ``offset`` = the epoch start offset (the local log end), or
   the stated HW for the skipped form.
 - ``leader_change``: controller-side leader moves: ZK ``Changed partition ue-0 from OfflinePartition to
-  OnlinePartition with state LeaderAndIsr(leader=2, leaderEpoch=3, isr=List(2), ...)`` and KRaft
-  ``partition change for ue-0 with topic ID x: leader: 1 -> 2, ...`` (DEBUG in 3.6), and the KRaft
-  controller's first leader of a new partition, ``Replayed PartitionRecord for new partition ue-0 with topic
-  ID x and PartitionRegistration(replicas=[1, 2, 3], isr=[1, 2, 3], ..., leader=1, ..., leaderEpoch=0, ...)``.
+  OnlinePartition with state LeaderAndIsr(leader=2, leaderEpoch=3, isr=List(2), zkVersion=4)`` (1.1-3.1;
+  ``..., leaderRecoveryState=RECOVERED, partitionEpoch=5)`` in 3.2-3.4 and ``isrWithBrokerEpoch=List(
+  BrokerState(brokerId=2, brokerEpoch=-1))`` from 3.5), KRaft ``partition change for ue-0 with topic ID x:
+  leader: 1 -> 2, ...`` (DEBUG in 3.6), 4.x ``Setting new leader for topicId x, partition 0 to 2 using ELR``
+  (KIP-966: clean), and the KRaft controller's first leader of a new partition, ``Replayed PartitionRecord
+  for new partition ue-0 with topic ID x and PartitionRegistration(replicas=[1, 2, 3], isr=[1, 2, 3], ...,
+  leader=1, ..., leaderEpoch=0, ...)``.
 - ``isr_change``: ``Shrinking ISR from 1,2,3 to 1,2. Leader: (highWatermark: 450, ...)`` (``hw`` = 450),
   ``Expanding ISR from ...``, ``ISR updated to 1,2,3 and version updated to 5``, 0.10 ``Shrinking ISR
   for partition [ue,0] from ...`` and ``New leader and ISR for partition [ue,0] is {...}``; ``isr`` = the
   new ISR.
-- ``unclean_election``: KRaft controller ``Setting new leader for topicId x, partition 0 to 2 using an
-  unclean election`` (3.x, no topic *name*: ``topic_id`` + ``partition``) and ``UNCLEAN partition change
-  for ue-0 with topic ID x: isr: [1] -> [2], leader: -1 -> 2, ... leaderEpoch: 1 -> 2``; ZK 0.8-1.0 WARN
-  ``No broker in ISR is alive for [ue,0]. Elect leader 2 from live brokers 2. There's potential data
-  loss.``; 3.9+ ERROR ``Triggering unclean leader election for offline partition ue-0.``
+- ``unclean_election``: the ZK controller's ``Changed partition ue-0 from OfflinePartition to
+  OnlinePartition with state LeaderAndIsr(..., leaderRecoveryState=RECOVERING, ...)`` (3.2+: the state
+  only ``Election.leaderForOffline`` sets, for a leader outside the ISR; ``leader_recovery_state`` 1), and
+  the controllers' sentences (``leader_recovery_state`` null): KRaft ``Setting new leader for topicId x,
+  partition 0 to 2 using an unclean election`` (3.6+, no topic *name*: ``topic_id`` + ``partition``) and
+  ``UNCLEAN partition change for ue-0 with topic ID x: isr: [1] -> [2], leader: -1 -> 2, ... leaderEpoch:
+  1 -> 2`` (3.0-3.9: the new leader was not in the previous ISR, which a clean reassignment also logs;
+  4.x: the partition is RECOVERING); ZK 0.8-1.0 WARN ``No broker in ISR is alive for [ue,0]. Elect leader
+  2 from live brokers 2. There's potential data loss.``; 3.9+ ``Triggering unclean leader election for
+  offline partition ue-0.`` Which of them decide an election is ``jobs/findings/elections.py``'s rule.
 - ``leader_recovery``: ``The topic partition ue-0 was marked as RECOVERING. Marking the topic partition
-  as RECOVERED.`` (3.2+, the new leader after an unclean election; ``leader`` = that broker).
+  as RECOVERED.`` (3.2+, ``Partition.makeLeader`` of the new leader after an unclean election; ``leader`` =
+  that broker, ``leader_recovery_state`` 1; 3.2 adds ``Leader log recovery is not implemented.``).
 - ``startup``: the first line of a start: ``[BrokerServer id=1] Transition from SHUTDOWN to STARTING``,
   ``[ControllerServer id=100] Starting controller`` (KRaft), ``[KafkaServer id=1] starting`` (ZK 1.0+),
   ``[Kafka Server 1], starting`` (0.10). A combined broker+controller node logs two.
@@ -80,6 +89,11 @@ Event vocabulary (``event`` column) and what ``offset`` means for each:
 - ``log_start_moved``: ``Incremented log start offset to 300 due to ...`` / ``Incrementing log start
   offset to 300`` (and the tiered ``local log start offset``); ``offset`` = the new log start.
 - ``error``: any other ERROR/FATAL line (``logger`` says who).
+
+``leader_recovery_state`` is the leaderRecoveryState a line states as the partition's state (0 RECOVERED,
+1 RECOVERING: ZK ``LeaderAndIsr(...)``, ``PartitionRegistration(...)``, ``LeaderAndIsrPartitionState(...)``,
+the new leader's RECOVERING line), null where it states none (a KRaft controller's diff
+``leaderRecoveryState: RECOVERED -> RECOVERING`` is a sentence about a change, not counted).
 
 ``node`` comes from the line itself (``[Broker id=N]``, ``replicaId=N``, ``[KafkaServer id=N]``,
 ``[BrokerServer id=N]``, ``[QuorumController id=N]``, ...) else null: the caller may fill it from the
@@ -120,6 +134,7 @@ LOG_EVENTS_SCHEMA = pa.schema(
         pa.field("leader", pa.int32()),
         pa.field("isr", pa.list_(pa.int32())),
         pa.field("hw", pa.int64()),
+        pa.field("leader_recovery_state", pa.int8()),
         pa.field("broker", pa.int32()),
         pa.field("text", pa.string()),
     ]
@@ -305,6 +320,7 @@ _KEYWORDS = (
     "Skipped the become",
     "ISR",
     "unclean ",
+    "using ELR",
     "hanged partition",
     "partition change",
     "Replayed PartitionRecord for new",
@@ -379,7 +395,8 @@ _P = {
         r"Replayed PartitionRecord for new partition (\S+) with topic ID (\S+) and PartitionRegistration\((.*)\)"
     ),
     "change_kraft": R(r"partition change for (\S+) with topic ID (\S+): (.*)"),
-    "change_zk": R(r"Changed partition (\S+) from \w+ to \w+ with state LeaderAndIsr\((.*)\)"),
+    "change_zk": R(r"Changed partition (\S+) from (\w+) to \w+ with state LeaderAndIsr\((.*)\)"),
+    "elr_set": R(r"Setting new leader for topicId (\S+), partition (\d+) to (-?\d+) using ELR"),
     "isr_move": R(r"(Shrinking|Expanding) ISR (?:for partition (\S+) )?from ([\d,]*) to ([\d,]*)"),
     "isr_updated": R(r"ISR updated to \[?([\d,]*)\]?"),
     "isr_zk_old": R(r"New leader and ISR for partition (\S+) is (.*)"),
@@ -403,7 +420,13 @@ _P = {
 _EPOCH_END_RE = R(r"leaderEpoch=(-?\d+)")
 _LEADER_KV_RE = R(r"\bleader[=:]\s*(?:-?\d+ -> )?(-?\d+)|\"leader\":(-?\d+)")
 _EPOCH_KV_RE = R(r"\bleaderEpoch[=:]\s*(?:-?\d+ -> )?(-?\d+)|\"leader_epoch\":(-?\d+)")
-_ISR_KV_RE = R(r"\bisr[=:]\s*(?:\[[^\]]*\] -> )?(?:\[([^\]]*)\]|List\(([^)]*)\))|\"isr\":\[([^\]]*)\]")
+_ISR_KV_RE = R(r"\bisr[=:]\s*(?:\[[^\]]*\] -> )?(?:\[([^\]]*)\]|List\(([^)]*)\))|\"isr\":\[([^\]]*)\]"
+                r"|\bisrWithBrokerEpoch=List\(((?:BrokerState\([^)]*\)(?:, )?)*)\)")
+_BROKER_ID_RE = R(r"brokerId=(-?\d+)")
+# the leaderRecoveryState a line states as the partition's state (LeaderAndIsr, PartitionRegistration,
+# LeaderAndIsrPartitionState), never the "leaderRecoveryState: A -> B" of a KRaft controller's diff
+_LRS_KV_RE = R(r"\bleaderRecoveryState=(RECOVERED|RECOVERING|0|1)\b")
+_LRS = {"RECOVERED": 0, "0": 0, "RECOVERING": 1, "1": 1}
 _HW_STATED_RE = R(r"[Hh]igh watermark (-?\d+)|highWatermark: (-?\d+)")
 _ISR_STATED_RE = R(r"\bISR \[([^\]]*)\]")
 _CUR_LEADER_RE = R(r"Current leader is (-?\d+)")
@@ -506,7 +529,7 @@ def _classify(msg: str) -> dict | None:
         return {"event": "unclean_election", "topic": t, "partition": p}
     if "RECOVERING" in msg and (m := P["recovering"].search(msg)):
         t, p = _split_tp(m[1])
-        return {"event": "leader_recovery", "topic": t, "partition": p, "leader": "node"}
+        return {"event": "leader_recovery", "topic": t, "partition": p, "leader": "node", "leader_recovery_state": 1}
     if "starts at" in msg and (m := P["starts_at"].search(msg)):
         t, p = _split_tp(m[2])
         follower = m[1] == "Follower"
@@ -580,7 +603,12 @@ def _classify(msg: str) -> dict | None:
         }
     if "Changed partition" in msg and (m := P["change_zk"].search(msg)):
         t, p = _split_tp(m[1])
-        return {"event": "leader_change", "topic": t, "partition": p, **_kv(m[2])}
+        kv = _kv(m[3])
+        # only an offline partition's election marks RECOVERING (Election.leaderForOffline, 3.2+): the unclean one
+        unclean = m[2] == "OfflinePartition" and kv.get("leader_recovery_state") == 1
+        return {"event": "unclean_election" if unclean else "leader_change", "topic": t, "partition": p, **kv}
+    if "using ELR" in msg and (m := P["elr_set"].search(msg)):
+        return {"event": "leader_change", "topic_id": m[1], "partition": int(m[2]), "leader": int(m[3])}
     if m := P["startup"].search(msg):
         return {"event": "startup"}
     if m := P["shutdown"].search(msg):
@@ -611,7 +639,12 @@ def _kv(s: str) -> dict:
     if (m := _EPOCH_KV_RE.search(s)) is not None:
         out["leader_epoch"] = int(_first(m))
     if (m := _ISR_KV_RE.search(s)) is not None:
-        out["isr"] = _ints(_first(m) or "")
+        if m[4] is not None:  # 3.5+: isrWithBrokerEpoch=List(BrokerState(brokerId=2, brokerEpoch=-1), ...)
+            out["isr"] = [int(b) for b in _BROKER_ID_RE.findall(m[4])]
+        else:
+            out["isr"] = _ints(_first(m) or "")
+    if (m := _LRS_KV_RE.search(s)) is not None:
+        out["leader_recovery_state"] = _LRS[m[1]]
     return out
 
 
@@ -666,7 +699,7 @@ def _row_for(line: str, line_no: int, cols: dict[str, list]) -> bool:
     cols["level"].append("WARN" if level == "WARNING" else level)
     cols["logger"].append(logger)
     cols["node"].append(node)
-    for k in ("event", "topic", "topic_id", "partition", "offset", "leader_epoch", "leader", "isr", "hw", "broker"):
+    for k in ("event", "topic", "topic_id", "partition", "offset", "leader_epoch", "leader", "isr", "hw", "leader_recovery_state", "broker"):
         cols[k].append(ev.get(k))
     cols["text"].append(line[:TEXT_CAP])
     return True

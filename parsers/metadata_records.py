@@ -6,7 +6,7 @@ message::
     frameVersion:uvarint (must be 1)  apiKey:uvarint  version:uvarint  message bytes (nothing after)
 
 The message specs below are written from Kafka's ``metadata/src/main/resources/common/metadata``
-definitions (3.6 to 3.9, plus 4.0's ClearElrRecord); ``kafka_messages`` reads them. Control batches of the same log carry
+definitions (every version up to Kafka 4.1.1, ClearElrRecord included); ``kafka_messages`` reads them. Control batches of the same log carry
 KRaft control records, keyed by ControlRecordType and read by ControlRecordUtils at version 0
 (whatever their own ``version`` field says): LeaderChangeMessage, SnapshotHeaderRecord,
 SnapshotFooterRecord, KRaftVersionRecord, VotersRecord.

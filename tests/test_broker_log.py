@@ -461,6 +461,73 @@ WORDINGS = [
         ),
         {"event": "leader_change", "node": 1, "topic": "ue", "partition": 0, "leader": 2, "leader_epoch": 3, "isr": [2]},
     ),
+    # ZooKeeper-mode controller 3.2-3.4 (KIP-704): the state of an election outside the ISR says RECOVERING
+    (
+        _line(
+            "[Controller id=1 epoch=3] Changed partition ue-0 from OfflinePartition to OnlinePartition with state "
+            "LeaderAndIsr(leader=2, leaderEpoch=3, isr=List(2), leaderRecoveryState=RECOVERING, partitionEpoch=5)",
+            "state.change.logger",
+        ),
+        {"event": "unclean_election", "node": 1, "topic": "ue", "partition": 0, "leader": 2, "leader_epoch": 3, "isr": [2],
+         "leader_recovery_state": 1},
+    ),
+    # 3.5-3.9: the ISR printed with broker epochs
+    (
+        _line(
+            "[Controller id=1 epoch=3] Changed partition ue-0 from OfflinePartition to OnlinePartition with state "
+            "LeaderAndIsr(leader=2, leaderEpoch=3, isrWithBrokerEpoch=List(BrokerState(brokerId=2, brokerEpoch=-1)), "
+            "leaderRecoveryState=RECOVERING, partitionEpoch=5)",
+            "state.change.logger",
+        ),
+        {"event": "unclean_election", "topic": "ue", "partition": 0, "leader": 2, "leader_epoch": 3, "isr": [2], "leader_recovery_state": 1},
+    ),
+    # a clean election of an offline partition (a leader from the ISR): RECOVERED
+    (
+        _line(
+            "[Controller id=1 epoch=3] Changed partition ue-0 from OfflinePartition to OnlinePartition with state "
+            "LeaderAndIsr(leader=3, leaderEpoch=4, isrWithBrokerEpoch=List(BrokerState(brokerId=3, brokerEpoch=-1), "
+            "BrokerState(brokerId=1, brokerEpoch=-1)), leaderRecoveryState=RECOVERED, partitionEpoch=6)",
+            "state.change.logger",
+        ),
+        {"event": "leader_change", "leader": 3, "leader_epoch": 4, "isr": [3, 1], "leader_recovery_state": 0},
+    ),
+    # a preferred or reassignment election keeps the state it finds (Online -> Online): never an election outside the ISR
+    (
+        _line(
+            "[Controller id=1 epoch=3] Changed partition ue-0 from OnlinePartition to OnlinePartition with state "
+            "LeaderAndIsr(leader=1, leaderEpoch=5, isr=List(1, 2), leaderRecoveryState=RECOVERING, partitionEpoch=7)",
+            "state.change.logger",
+        ),
+        {"event": "leader_change", "leader": 1, "isr": [1, 2], "leader_recovery_state": 1},
+    ),
+    # Kafka 4.x (KIP-966): a leader from the eligible leader replicas, clean
+    (
+        _line(
+            "[QuorumController id=100] Setting new leader for topicId vWvdb6-VQJ6vN03_foMm1Q, partition 0 to 2 using ELR. "
+            "Previous partition: PartitionRegistration(replicas=[1, 2, 3], isr=[], elr=[1, 2], lastKnownElr=[1], leader=-1), "
+            "change record: PartitionChangeRecord(partitionId=0)",
+            "org.apache.kafka.controller.PartitionChangeBuilder",
+        ),
+        {"event": "leader_change", "topic_id": "vWvdb6-VQJ6vN03_foMm1Q", "partition": 0, "leader": 2, "leader_recovery_state": None},
+    ),
+    # 3.2's wording of the new leader's line
+    (
+        _line(
+            "[Broker id=2] The topic partition ue-0 was marked as RECOVERING. Leader log recovery is not implemented. "
+            "Marking the topic partition as RECOVERED.",
+            "state.change.logger",
+        ),
+        {"event": "leader_recovery", "node": 2, "leader": 2, "topic": "ue", "partition": 0, "leader_recovery_state": 1},
+    ),
+    # a KRaft controller's diff is a sentence about a change, not a stated state
+    (
+        _line(
+            "[QuorumController id=100] UNCLEAN partition change for ue-0 with topic ID vWvdb6-VQJ6vN03_foMm1Q: isr: [1] -> [2], "
+            "leader: -1 -> 2, leaderRecoveryState: RECOVERED -> RECOVERING, leaderEpoch: 1 -> 2, partitionEpoch: 3 -> 4",
+            "org.apache.kafka.controller.ReplicationControlManager",
+        ),
+        {"event": "unclean_election", "leader": 2, "leader_epoch": 2, "isr": [2], "leader_recovery_state": None},
+    ),
     (
         _line(
             "Triggering unclean leader election for offline partition ue-0.",

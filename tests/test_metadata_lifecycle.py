@@ -171,3 +171,79 @@ def test_a_deleted_topics_dirs_are_not_replicas(analyzed):
     about_gone = [(f["kind"], f["partition"], f["brokers"]) for f in doc["findings"] if f["topic"] == "gone"]
     assert about_gone == []
     assert not any("-delete" in (e["path"] or "") for f in doc["findings"] for e in f["evidence"])
+
+
+# ---------------------------------------------------------------- Kafka 4.x: ELR (KIP-966), every record version
+
+ELR_TOPIC = bytes(range(48, 64))
+DIR = bytes(range(64, 80))
+# min.insync.replicas 2, brokers fenced one by one and brought back, as 4.1.1's PartitionChangeBuilder writes it
+ELR_LIFE: list[tuple[str, list[bytes]]] = [
+    ("create", [mr.topic_record("elr", ELR_TOPIC),
+                mr.partition_record(ELR_TOPIC, 0, [1, 2, 3], [1, 2, 3], 1, version=2, directories=[DIR] * 3),
+                mr.partition_record(ELR_TOPIC, 1, [2, 3, 1], [2, 3, 1], 2, version=2, directories=[DIR] * 3)]),
+    ("3 fenced", [mr.partition_change_record(ELR_TOPIC, 0, isr=[1, 2], version=2),
+                  mr.partition_change_record(ELR_TOPIC, 1, isr=[2, 1], version=2)]),
+    ("2 fenced", [mr.partition_change_record(ELR_TOPIC, 0, isr=[1], elr=[2], version=2),
+                  mr.partition_change_record(ELR_TOPIC, 1, leader=1, isr=[1], elr=[2], version=2)]),
+    ("1 fenced", [mr.partition_change_record(ELR_TOPIC, 0, leader=-1, isr=[], elr=[1, 2], last_known_elr=[1], version=2),
+                  mr.partition_change_record(ELR_TOPIC, 1, leader=-1, isr=[], elr=[1, 2], last_known_elr=[1], version=2)]),
+    # broker 2 returns cleanly: elected from the ELR of both partitions
+    ("2 back", [mr.partition_change_record(ELR_TOPIC, 0, leader=2, isr=[2], elr=[1], last_known_elr=[], version=2)]),
+    # partition 1: brokers 1 and 2 came back from unclean shutdowns (out of the ELR); the last known leader is brought back
+    ("1 unclean", [mr.partition_change_record(ELR_TOPIC, 1, elr=[], version=2)]),
+    ("1 back", [mr.partition_change_record(ELR_TOPIC, 1, leader=1, isr=[1], leader_recovery_state=mr.RECOVERING, last_known_elr=[],
+                                           version=2)]),
+    ("dirs moved", [mr.partition_change_record(ELR_TOPIC, 0, directories=[DIR, DIR, bytes(16)], version=1)]),
+    ("min.insync.replicas changed", [mr.clear_elr_record("elr")]),
+    ("cluster default changed", [mr.clear_elr_record("")]),
+]
+
+
+def elr_batches() -> list[BatchSpec]:
+    out, offset = [], 0
+    for i, (_, values) in enumerate(ELR_LIFE):
+        out.append(BatchSpec(offset, tuple(Record(None, v, T0 + 1000 * i) for v in values), partition_leader_epoch=1))
+        offset += len(values)
+    return out
+
+
+def test_the_elr_records_are_what_kafka_4_reads(kafka41_bin, tmp_path):
+    """Every PartitionRecord/PartitionChangeRecord version and ClearElrRecord, judged by 4.1.1's
+    decoder (3.6.2 reads neither version 2 nor ClearElrRecord)."""
+    path = tmp_path / "00000000000000000000.log"
+    path.write_bytes(encode_batches(elr_batches()))
+    out = subprocess.run([str(kafka41_bin / "kafka-dump-log.sh"), "--cluster-metadata-decoder", "--files", str(path)],
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr[-2000:]
+    printed = parse_dump(out.stdout)[str(path)]
+    rows = ingested(str(path), path.read_bytes()).to_pylist()
+    assert len(rows) == len(printed) == sum(len(v) for _, v in ELR_LIFE)
+    assert {compare(printed[r["offset"]], r) for r in rows} == {"payload"}
+    assert {(r["record_type"], r["version"]) for r in rows} >= {("PARTITION_RECORD", 2), ("PARTITION_CHANGE_RECORD", 2),
+                                                                 ("PARTITION_CHANGE_RECORD", 1), ("CLEAR_ELR_RECORD", 0)}
+
+
+def test_elr_elections_replay_through_spark(spark):
+    meta = spark.createDataFrame(ingested(METADATA_LOG, encode_batches(elr_batches())))
+    rows = [r.asDict() for r in metadata_events(meta).orderBy("meta_offset", "partition").collect()]
+    got = [(r["partition"], r["event"], r["election"], r["elected_from"], r["elr"], r["last_known_elr"]) for r in rows]
+    assert got == [
+        (0, "partition_created", None, None, None, None),
+        (1, "partition_created", None, None, None, None),
+        (0, "isr_change", None, None, None, None),
+        (1, "isr_change", None, None, None, None),
+        (0, "isr_change", None, None, [2], None),
+        (1, "leader_change", "clean", "isr", [2], None),
+        (0, "leader_change", "offline", None, [1, 2], [1]),
+        (1, "leader_change", "offline", None, [1, 2], [1]),
+        (0, "leader_change", "clean", "elr", [1], []),
+        (1, "elr_change", None, None, [], [1]),
+        (1, "leader_change", "unclean", "last_known_leader", [], []),
+        (0, "partition_change", None, None, [1], []),
+        (0, "elr_change", None, None, [], []),  # ClearElrRecord("elr"); ("") then finds nothing left to clear
+    ]
+    elr_elected = rows[8]
+    assert "elected from ELR [1, 2]" in elr_elected["detail"] and elr_elected["leader_recovery_state"] == 0
+    recovery = rows[10]
+    assert recovery["leader_recovery_state"] == 1 and "UNCLEAN recovery: last known leader 1" in recovery["detail"]

@@ -160,7 +160,20 @@ def test_report_has_the_before_you_restart_box(before):
     assert "Before you restart" in text and "run salvage first" in text and text.count("committed offset") >= 2
 
 
+def test_the_truncation_still_to_come_is_reported_pending_where_kafka_did_it(before):
+    """Issue 37 item 3: before the rejoin, broker 1's HW checkpoint (500) lies above the start of
+    the surviving log's next epoch (300): its truncation below the HW is pending, exactly where
+    Kafka's real rejoin cut it (and where the restart preview says), once."""
+    [f] = [f for f in before["doc"]["findings"] if f["kind"] == "truncation_below_hw"]
+    r = before["rows"][("ue", 0, 1)]
+    assert (f["brokers"], f["first_offset"], f["last_offset"], f["records"]) == ([1], r["truncate_to"], 499, 200)
+    assert f["first_offset"] == next(start for epoch, start in _rejoined_epochs() if epoch > 0)
+    assert f["explanation"].startswith("Pending: broker 1 has not rejoined ue-0")
+    assert any(e["path"] == "broker-1/replication-offset-checkpoint" and "500" in e["detail"] for e in f["evidence"])
+
+
 def test_nothing_else_is_reported(before):
     """The rebuilt snapshot is the incident and nothing more: the rebuilt bytes add no damage."""
     kinds = {f["kind"] for f in before["doc"]["findings"] if f["severity"] in ("error", "warning")}
-    assert kinds == {"acked_data_loss", "replica_divergence", "unclean_leader_election", "consumer_read_lost_data"}, kinds
+    assert kinds == {"acked_data_loss", "replica_divergence", "unclean_leader_election", "consumer_read_lost_data",
+                     "truncation_below_hw"}, kinds

@@ -127,7 +127,7 @@ STORIES = {  # the kinds each story must produce on its incident partition (part
     "acks-all-min-isr-1": {"replica_divergence", "acked_data_loss", "unclean_leader_election", "unclean_shutdown"},
     "crash-lost-unflushed": {"replica_divergence", "acked_data_loss", "truncation_below_hw", "committed_data_lost_in_crash",
                              "unclean_shutdown"},
-    "txn-marker-lost": {"replica_divergence", "unclean_leader_election", "transaction_marker_lost", "unclean_shutdown"},
+    "txn-marker-lost": {"replica_divergence", "unclean_leader_election", "transaction_marker_lost", "unclean_shutdown", "truncation_below_hw"},
     "torn-write": {"torn_tail", "unclean_shutdown"},
     "index-corruption": {"index_mismatch"},
     "double-failover-kip-279": {"replica_divergence", "acked_data_loss", "unclean_leader_election"},

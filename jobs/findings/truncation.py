@@ -1,9 +1,16 @@
 """Truncation below a high watermark: a replica lacking offsets below a HW (its own checkpoint, or
 another replica's when it is the surviving log); a broker that logged a truncation below a HW it
 had logged earlier (state-change lines, or loaded at start-up; a log loaded later, after a clean
-truncation, logs its new HW and resets the comparison); or, with a ledger and the metadata log, a
+truncation, logs its new HW and resets the comparison); with a ledger and the metadata log, a
 leader that acknowledged records while its high watermark covered them (acks=all, or it was alone
-in the ISR) and no longer holds them.
+in the ISR) and no longer holds them; or, pending, a replica that has not rejoined yet and will
+truncate below its own HW checkpoint when it follows the surviving log (the restart preview's rule:
+its HW above the start of the surviving log's next epoch, as after an unclean election). A follower
+lagging behind is none of these: a clean leader's epoch starts at or above every ISR member's HW.
+
+One truncation is one finding: what the rules say of the same replica's truncation of the same
+offsets (the ledger and its server.log line after it rejoined; the surviving log lacking what it
+holds, and its pending cut) is merged, with every piece of evidence (``merged``).
 
 A truncation below the HW is the mechanism (warning); the records it lost are ``acked_data_loss``.
 """
@@ -13,6 +20,7 @@ from __future__ import annotations
 from collections import defaultdict
 from datetime import datetime
 
+from jobs.replicas import restart_preview
 from jobs.replicas.survivors import surviving_log_text
 
 from . import loss
@@ -138,11 +146,78 @@ def ledger_truncation_findings(acks: list, events: list, rl: list, loss: list) -
     return out
 
 
+def pending_truncation_findings(planned: list, rl: list) -> list[Finding]:
+    """The truncations a restart would do below the replica's own HW checkpoint (``planned``:
+    ``restart_preview.preview`` rows): the replica has not rejoined yet, and when it follows the
+    surviving log it cuts committed offsets ``truncate_to``..HW-1 (pending)."""
+    reps = {(r["topic"], r["partition"], r["broker"]): r for r in rl if r["dir_state"] == "live"}
+    out = []
+    for row in planned:
+        r = reps.get((row["topic"], row["partition"], row["broker"]))
+        if r is None or r["hw_checkpoint"] is None or row["truncate_to"] >= min(r["hw_checkpoint"], row["leo"]):
+            continue
+        hw, cut = r["hw_checkpoint"], row["truncate_to"]
+        lead = reps.get((row["topic"], row["partition"], row["leader"]))
+        ev = [Evidence(r["broker"], f"{r['log_dir']}/replication-offset-checkpoint", None,
+                       f"high watermark {hw} checkpointed for {row['topic']}-{row['partition']}; log end {row['leo']}")]
+        if lead is not None:
+            ev.append(Evidence(lead["broker"], f"{lead['log_dir']}/{row['topic']}-{row['partition']}/leader-epoch-checkpoint", None,
+                               f"the surviving log's epochs answer the follower's OffsetsForLeaderEpoch {row['epochs_asked']} "
+                               f"with {cut} (rule {row['rule']})"))
+        out.append(Finding(
+            kind="truncation_below_hw", severity=KINDS["truncation_below_hw"], topic=row["topic"], partition=row["partition"],
+            brokers=[r["broker"]],
+            first_offset=cut, last_offset=hw - 1, records=hw - cut, leader_epochs=list(row["epochs_asked"] or []), evidence=ev,
+            explanation=f"Pending: broker {r['broker']} has not rejoined {row['topic']}-{row['partition']} since the surviving log "
+                        f"(broker {row['leader']}) moved on; when it follows it, it truncates from {row['leo']} to {cut} (rule "
+                        f"{row['rule']}, as the restart preview says), below the high watermark {hw} it checkpointed: committed "
+                        f"offsets {cut}-{hw - 1} leave this replica.",
+        ))
+    return out
+
+
+def merged(found: list[tuple[Finding, set]]) -> list[Finding]:
+    """One finding per truncation: ``found`` pairs each truncation finding with the brokers that
+    truncate (or will) in it; findings of one partition that share such a broker and whose offsets
+    overlap or touch are one truncation, told by several rules: merged into the first (the rules
+    that saw it happen come first), with every broker, offset, epoch and piece of evidence."""
+    out: list[tuple[Finding, set]] = []
+    for f, who in found:
+        same = next((g for g in out if (g[0].topic, g[0].partition) == (f.topic, f.partition) and g[1] & who
+                     and g[0].first_offset is not None and f.first_offset is not None
+                     and f.first_offset <= g[0].last_offset + 1 and g[0].first_offset <= f.last_offset + 1), None)
+        if same is None:
+            out.append((f, set(who)))
+            continue
+        g, gwho = same
+        gwho |= who
+        g.brokers = sorted({*g.brokers, *f.brokers})
+        g.first_offset, g.last_offset = min(g.first_offset, f.first_offset), max(g.last_offset, f.last_offset)
+        g.records = g.last_offset - g.first_offset + 1
+        g.leader_epochs = sorted({*g.leader_epochs, *f.leader_epochs})
+        times = [t for t in (g.first_timestamp, f.first_timestamp) if t is not None]
+        g.first_timestamp = min(times, default=None)
+        times = [t for t in (g.last_timestamp, f.last_timestamp) if t is not None]
+        g.last_timestamp = max(times, default=None)
+        g.evidence += [e for e in f.evidence if e not in g.evidence]
+        g.surviving_broker = g.surviving_broker if g.surviving_broker is not None else f.surviving_broker
+        if f.explanation not in g.explanation:
+            g.explanation += " " + f.explanation
+    return [f for f, _ in out]
+
+
 def find(case) -> list[Finding]:
     h = case.history
-    out = truncation_findings(case.rl, case.survivors, loss.committed_ranges(case))
-    out += logged_truncation_findings(h["log_rows"])
+    found: list[tuple[Finding, set]] = []
     acks = loss.ledger_acks(case)
     if acks and h["events"]:
-        out += ledger_truncation_findings(acks, h["events"], case.rl, loss.hw_loss(case))
-    return out
+        found += [(f, set(f.brokers)) for f in ledger_truncation_findings(acks, h["events"], case.rl, loss.hw_loss(case))]
+    found += [(f, set(f.brokers)) for f in logged_truncation_findings(h["log_rows"])]
+    ranges = loss.committed_ranges(case)
+    for f in truncation_findings(case.rl, case.survivors, ranges):
+        # a replica lacking offsets below its own HW truncated them; below another's, the holders will
+        holders = {b for g in ranges for b in (g["holders"] or []) if b is not None
+                   and (g["topic"], g["partition"], g["first_offset"], g["last_offset"]) == (f.topic, f.partition, f.first_offset, f.last_offset)}
+        found.append((f, holders or set(f.brokers)))
+    found += [(f, set(f.brokers)) for f in pending_truncation_findings(restart_preview.planned(case), case.rl)]
+    return merged(found)

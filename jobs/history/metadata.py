@@ -9,10 +9,19 @@ fields keep their value. Snapshots (``NNNN-EEEE.checkpoint``, ``bootstrap.checkp
 the whole state at their end offset; replayed after the log records before that offset they add
 nothing, and where the log before them is gone they supply the starting state.
 
-Whether an election was clean: a new leader while ``leaderRecoveryState`` becomes RECOVERING (1)
-is an unclean election (the controller sets it exactly then); so is a new leader that was in
-neither the previous ISR nor the previous ELR (older metadata versions). A leader of -1 is no
-election (the partition went offline).
+Whether an election was clean, as ``PartitionChangeBuilder`` decides it (``elected_from`` says
+from where): a leader from the previous ISR is clean (``isr``); so is one from the eligible leader
+replicas when the ISR emptied (``elr``, KIP-966: Kafka 4.x keeps the replicas that left the ISR
+below min.insync.replicas without a crash there), and one joining the ISR in the record that
+completes a reassignment (``reassignment``). A new leader while ``leaderRecoveryState`` becomes
+RECOVERING (1) is unclean: since metadata.version 3.2 the controller sets it exactly then, for
+an election outside the ISR and ELR (``outside_isr``) and for KIP-966's unclean recovery, the last
+known leader brought back once ISR and ELR are both empty (``last_known_leader``, named by
+``LastKnownElr``). A leader in neither the previous ISR nor ELR without it is unclean too (older
+metadata versions, and a partition still RECOVERING, which Kafka does not mark again). A leader of
+-1 is no election (the partition went offline). ``ClearElrRecord`` (4.x, after a
+min.insync.replicas change) empties the ELR and last known ELR of one topic, or of every topic when
+it names none.
 
 The replay runs per topic id with ``applyInPandas`` (all of a topic's records carry its id), so it
 is distributed like every other job; the metadata log is small next to the data it describes.
@@ -30,6 +39,7 @@ from pyspark.sql import types as T
 from jobs.store.spark import gc_frozen
 
 PARTITION_TYPES = ("TOPIC_RECORD", "PARTITION_RECORD", "PARTITION_CHANGE_RECORD", "REMOVE_TOPIC_RECORD")
+CLEAR_ELR = "CLEAR_ELR_RECORD"  # names a topic, not a topic id: replayed in every topic's group
 BROKER_TYPES = ("REGISTER_BROKER_RECORD", "UNREGISTER_BROKER_RECORD", "BROKER_REGISTRATION_CHANGE_RECORD",
                 "FENCE_BROKER_RECORD", "UNFENCE_BROKER_RECORD", "REGISTER_CONTROLLER_RECORD")
 NO_LEADER_CHANGE = -2
@@ -42,12 +52,13 @@ METADATA_EVENTS = T.StructType([
     T.StructField("topic_id", T.StringType()),
     T.StructField("meta_offset", T.LongType()),  # offset in __cluster_metadata (snapshots: their end offset - 1)
     T.StructField("time", T.TimestampType()),  # the record's append time on the controller
-    T.StructField("event", T.StringType()),  # partition_created | leader_change | leader_epoch_bump | isr_change | leader_recovered | replicas_change | topic_removed | snapshot_state | partition_change
+    T.StructField("event", T.StringType()),  # partition_created | leader_change | leader_epoch_bump | isr_change | elr_change | leader_recovered | replicas_change | topic_removed | snapshot_state | partition_change
     T.StructField("leader", T.IntegerType()),
     T.StructField("leader_epoch", T.IntegerType()),
     T.StructField("partition_epoch", T.IntegerType()),
     T.StructField("isr", _INTS),
-    T.StructField("elr", _INTS),
+    T.StructField("elr", _INTS),  # eligible leader replicas (KIP-966; null in records older than version 2)
+    T.StructField("last_known_elr", _INTS),  # LastKnownElr: the last leader, kept while the partition is leaderless
     T.StructField("replicas", _INTS),
     T.StructField("leader_recovery_state", T.IntegerType()),  # 0 RECOVERED, 1 RECOVERING
     T.StructField("prev_leader", T.IntegerType()),
@@ -55,6 +66,7 @@ METADATA_EVENTS = T.StructType([
     T.StructField("prev_isr", _INTS),
     T.StructField("election", T.StringType()),  # clean | unclean | offline (leader -1) | null (no leader change)
     T.StructField("clean", T.BooleanType()),  # the election's cleanliness; null without an election
+    T.StructField("elected_from", T.StringType()),  # isr | elr | reassignment | outside_isr | last_known_leader | null (unknown, or no election)
     T.StructField("source", T.StringType()),  # log | snapshot
     T.StructField("nodes", _INTS),  # the nodes whose metadata log (or snapshot) holds the record
     T.StructField("path", T.StringType()),  # one file that holds it (evidence)
@@ -85,6 +97,10 @@ def _ints(v) -> list[int] | None:
     return [int(x) for x in v]
 
 
+_STATE = ("leader", "leader_epoch", "partition_epoch", "isr", "elr", "last_known_elr", "replicas", "leader_recovery_state")
+_UNKNOWN = dict.fromkeys(_STATE)
+
+
 def _replay(pdf: pd.DataFrame) -> pd.DataFrame:
     """One topic id's records in metadata order → its partitions' events (see module doc)."""
     pdf = pdf.sort_values(["meta_offset", "source", "seq"], kind="stable")
@@ -105,6 +121,10 @@ def _replay(pdf: pd.DataFrame) -> pd.DataFrame:
                 rows.append(_event(base, p, s, "topic_removed", f"topic {name} removed"))
             state.clear()
             continue
+        if r.record_type == CLEAR_ELR:
+            if data.get("topicName") in ("", name):  # (replicated into every topic's group: see metadata_events)
+                rows += _clear_elr(base, state)
+            continue
         p = data.get("partitionId")
         if p is None:
             continue
@@ -112,95 +132,151 @@ def _replay(pdf: pd.DataFrame) -> pd.DataFrame:
         if r.record_type == "PARTITION_RECORD":
             new = {"leader": data.get("leader"), "leader_epoch": data.get("leaderEpoch"), "partition_epoch": data.get("partitionEpoch"),
                    "isr": data.get("isr"), "replicas": data.get("replicas"), "elr": data.get("eligibleLeaderReplicas"),
-                   "leader_recovery_state": data.get("leaderRecoveryState", 0)}
+                   "last_known_elr": data.get("lastKnownElr"), "leader_recovery_state": data.get("leaderRecoveryState", 0)}
             state[p] = new
             if prev is None:
                 event = "partition_created" if r.source == "log" else "snapshot_state"
                 detail = (f"{'created' if r.source == 'log' else 'state from snapshot'}: leader {new['leader']}, "
-                          f"epoch {new['leader_epoch']}, ISR {new['isr']}, replicas {new['replicas']}")
+                          f"epoch {new['leader_epoch']}, ISR {new['isr']}, replicas {new['replicas']}" + _elr_text(new))
             elif _same(prev, new):
                 continue
             else:
-                event, detail = "snapshot_state", f"state from snapshot: leader {new['leader']}, epoch {new['leader_epoch']}, ISR {new['isr']}"
+                event, detail = "snapshot_state", f"state from snapshot: leader {new['leader']}, epoch {new['leader_epoch']}, ISR {new['isr']}" + _elr_text(new)
             rows.append(_event(base, p, new, event, detail, prev=prev))
             continue
         # PARTITION_CHANGE_RECORD: merge (PartitionRegistration.merge)
-        if prev is None:
-            prev = {"leader": None, "leader_epoch": None, "partition_epoch": None, "isr": None, "replicas": None, "elr": None,
-                    "leader_recovery_state": None}
-        new = dict(prev)
-        leader = data.get("leader", NO_LEADER_CHANGE)
-        for key, field in (("isr", "isr"), ("replicas", "replicas"), ("elr", "eligibleLeaderReplicas")):
-            if data.get(field) is not None:
-                new[key] = data[field]
-        lrs = data.get("leaderRecoveryState", -1)
-        if lrs is not None and lrs != -1:
-            new["leader_recovery_state"] = lrs
-        if new["partition_epoch"] is not None:
-            new["partition_epoch"] += 1
-        election = clean = None
-        bump = leader != NO_LEADER_CHANGE and leader == prev["leader"]  # an epoch bump, not an election
-        if leader != NO_LEADER_CHANGE:
-            new["leader"] = leader
-            if new["leader_epoch"] is not None:
-                new["leader_epoch"] += 1
-            if bump:
-                pass
-            elif leader == -1:
-                election = "offline"
-            else:
-                # Since metadata.version 3.2 an unclean election always sets RECOVERING. The ISR
-                # test is the fallback for older logs, and never for a record that also changes the
-                # replicas: a finished reassignment elects a replica that joins the ISR in the same
-                # record (PartitionReassignmentReplicas), which the previous ISR cannot show.
-                outside = leader not in (prev["isr"] or []) and leader not in (prev["elr"] or [])
-                known = prev["isr"] is not None and data.get("replicas") is None
-                clean = not (lrs == RECOVERING or (known and outside))
-                election = "clean" if clean else "unclean"
-        state[p] = new
-        if prev["leader_recovery_state"] == RECOVERING and new["leader_recovery_state"] == 0 and election is None:
-            event, detail = "leader_recovered", "leader recovered after an unclean election (RECOVERING → RECOVERED)" + (
-                f", ISR {prev['isr']} → {new['isr']}" if new["isr"] != prev["isr"] else "")
-        elif bump:
-            event = "leader_epoch_bump"
-            detail = f"leader {leader} kept, epoch bumped to {new['leader_epoch']}" + (
-                f", ISR {prev['isr']} → {new['isr']}" if new["isr"] != prev["isr"] else "")
-        elif election is not None:
-            event = "leader_change"
-            detail = (f"leader {prev['leader']} → {new['leader']} (epoch {new['leader_epoch']})"
-                      + (", no leader: partition offline" if election == "offline" else "")
-                      + (f", UNCLEAN election: {leader} was not in ISR {prev['isr']}" + (" (leaderRecoveryState RECOVERING)" if lrs == RECOVERING else "")
-                         if election == "unclean" else "")
-                      + (f", ISR {prev['isr']} → {new['isr']}" if new["isr"] != prev["isr"] else ""))
-        elif new["isr"] != prev["isr"]:
-            event = "isr_change"
-            detail = f"ISR {prev['isr']} → {new['isr']}"
-        elif new["replicas"] != prev["replicas"]:
-            event, detail = "replicas_change", f"replicas {prev['replicas']} → {new['replicas']}"
-        else:
-            event, detail = "partition_change", "partition epoch bumped"
-        rows.append(_event(base, p, new, event, detail, prev=prev, election=election, clean=clean))
+        prev = prev or dict(_UNKNOWN)
+        rows.append(_change(base, p, prev, data, state))
     out = pd.DataFrame(rows, columns=[f.name for f in METADATA_EVENTS.fields])
     out["topic"] = name
     return out
 
 
+def _change(base: dict, p: int, prev: dict, data: dict, state: dict) -> dict:
+    """The event of one PartitionChangeRecord on partition ``p`` (its state before: ``prev``), the
+    partition's new state stored in ``state``."""
+    new = dict(prev)
+    leader = data.get("leader", NO_LEADER_CHANGE)
+    for key, field in (("isr", "isr"), ("replicas", "replicas"), ("elr", "eligibleLeaderReplicas"), ("last_known_elr", "lastKnownElr")):
+        if data.get(field) is not None:
+            new[key] = data[field]
+    lrs = data.get("leaderRecoveryState", -1)
+    if lrs is not None and lrs != -1:
+        new["leader_recovery_state"] = lrs
+    if new["partition_epoch"] is not None:
+        new["partition_epoch"] += 1
+    election = clean = source = None
+    bump = leader != NO_LEADER_CHANGE and leader == prev["leader"]  # an epoch bump, not an election
+    if leader != NO_LEADER_CHANGE:
+        new["leader"] = leader
+        if new["leader_epoch"] is not None:
+            new["leader_epoch"] += 1
+        if leader == -1 and not bump:
+            election = "offline"
+        elif not bump:
+            source = _elected_from(leader, prev, data, lrs)
+            clean = source not in ("outside_isr", "last_known_leader")
+            election = "clean" if clean else "unclean"
+    state[p] = new
+    changes = _changes(prev, new)
+    if prev["leader_recovery_state"] == RECOVERING and new["leader_recovery_state"] == 0 and election is None:
+        event, detail = "leader_recovered", "leader recovered after an unclean election (RECOVERING → RECOVERED)" + changes
+    elif bump:
+        event, detail = "leader_epoch_bump", f"leader {leader} kept, epoch bumped to {new['leader_epoch']}" + changes
+    elif election is not None:
+        event = "leader_change"
+        detail = (f"leader {prev['leader']} → {new['leader']} (epoch {new['leader_epoch']})"
+                  + (", no leader: partition offline" if election == "offline" else _how(source, leader, prev, lrs)) + changes)
+    elif new["isr"] != prev["isr"]:
+        event, detail = "isr_change", changes[2:]
+    elif (new["elr"] or []) != (prev["elr"] or []) or (new["last_known_elr"] or []) != (prev["last_known_elr"] or []):
+        event, detail = "elr_change", changes[2:]
+    elif new["replicas"] != prev["replicas"]:
+        event, detail = "replicas_change", f"replicas {prev['replicas']} → {new['replicas']}"
+    else:
+        event, detail = "partition_change", "partition epoch bumped"
+    return _event(base, p, new, event, detail, prev=prev, election=election, clean=clean, elected_from=source)
+
+
+def _elected_from(leader: int, prev: dict, data: dict, lrs: int) -> str | None:
+    """Where ``PartitionChangeBuilder`` took a new leader from (module doc); None when the state
+    before the record is unknown (the log before it was not collected) and nothing says unclean."""
+    isr, elr, last_known = prev["isr"] or [], prev["elr"] or [], prev["last_known_elr"] or []
+    if lrs == RECOVERING:
+        return "last_known_leader" if not isr and not elr and last_known == [leader] else "outside_isr"
+    if leader in isr:
+        return "isr"
+    if leader in elr:
+        return "elr"
+    if data.get("replicas") is not None:
+        # a finished reassignment elects a replica that joins the ISR in the same record
+        # (PartitionReassignmentReplicas), which the previous ISR cannot show
+        return "reassignment"
+    if prev["isr"] is None:
+        return None
+    return "outside_isr"
+
+
+def _how(source: str | None, leader: int, prev: dict, lrs: int) -> str:
+    """How a leader change elected its leader, in words (the timeline's detail)."""
+    rec = " (leaderRecoveryState RECOVERING)" if lrs == RECOVERING else ""
+    if source == "elr":
+        return f", elected from ELR {prev['elr']} (ISR {prev['isr']}): clean, KIP-966"
+    if source == "reassignment":
+        return ", elected from the reassignment's new replicas"
+    if source == "last_known_leader":
+        return (f", UNCLEAN recovery: last known leader {leader} brought back with ISR {prev['isr'] or []} and ELR "
+                f"{prev['elr'] or []} empty (KIP-966){rec}")
+    if source == "outside_isr":
+        return f", UNCLEAN election: {leader} was not in ISR {prev['isr']}" + (f" nor ELR {prev['elr']}" if prev["elr"] else "") + rec
+    return ""
+
+
+def _changes(prev: dict, new: dict) -> str:
+    """", ISR a → b, ELR c → d, ..." for what changed besides the leader."""
+    out = ""
+    for key, label in (("isr", "ISR"), ("elr", "ELR"), ("last_known_elr", "last known ELR")):
+        a, b = prev[key], new[key]
+        if a != b and (key == "isr" or (a or []) != (b or [])):
+            out += f", {label} {a if key == 'isr' else a or []} → {b if key == 'isr' else b or []}"
+    return out
+
+
+def _elr_text(s: dict) -> str:
+    return "".join(f", {label} {s[k]}" for k, label in (("elr", "ELR"), ("last_known_elr", "last known ELR")) if s.get(k))
+
+
+def _clear_elr(base: dict, state: dict) -> list[dict]:
+    """ClearElrRecord on a topic's partitions: each with an ELR or last known ELR loses both and its
+    partition epoch moves (``TopicDelta.maybeClearElr`` merges an empty-ELR PartitionChangeRecord)."""
+    rows = []
+    for p, prev in sorted(state.items()):
+        if prev["elr"] or prev["last_known_elr"]:
+            new = {**prev, "elr": [], "last_known_elr": []}
+            if new["partition_epoch"] is not None:
+                new["partition_epoch"] += 1
+            state[p] = new
+            rows.append(_event(base, p, new, "elr_change", "ELR cleared (ClearElrRecord: min.insync.replicas changed)" + _changes(prev, new),
+                               prev=prev))
+    return rows
+
+
 def _event(base: dict, partition: int, state: dict, event: str, detail: str, *, prev: dict | None = None,
-           election: str | None = None, clean: bool | None = None) -> dict:
+           election: str | None = None, clean: bool | None = None, elected_from: str | None = None) -> dict:
     """One METADATA_EVENTS row with every field set, whatever the record. Why one builder: the
     replay is an ``applyInPandas`` function, and a row built without a field (a topic deletion's had
     no election or previous state) leaves NaN in that column, which Arrow cannot write as a list:
     the whole analysis failed on one deleted topic."""
     return {**base, **_state_cols(state), "partition": partition, "event": event, "detail": detail,
-            "election": election, "clean": clean, **_prev_cols(prev)}
+            "election": election, "clean": clean, "elected_from": elected_from, **_prev_cols(prev)}
 
 
 def _same(a: dict, b: dict) -> bool:
-    return all(a.get(k) == b.get(k) for k in ("leader", "leader_epoch", "isr", "replicas", "elr"))
+    return all(a.get(k) == b.get(k) for k in ("leader", "leader_epoch", "isr", "replicas", "elr", "last_known_elr"))
 
 
 def _state_cols(s: dict) -> dict:
-    return {k: s.get(k) for k in ("leader", "leader_epoch", "partition_epoch", "isr", "elr", "replicas", "leader_recovery_state")}
+    return {k: s.get(k) for k in _STATE}
 
 
 def _prev_cols(prev: dict | None) -> dict:
@@ -210,9 +286,12 @@ def _prev_cols(prev: dict | None) -> dict:
 
 
 def metadata_events(meta: DataFrame) -> DataFrame:
-    """Per-partition events of the metadata log (``METADATA_EVENTS``), in metadata order."""
+    """Per-partition events of the metadata log (``METADATA_EVENTS``), in metadata order. A
+    ClearElrRecord names a topic (or none: every topic), not a topic id: it is replayed in the
+    group of every topic id, which applies it when the name is its own (a few records, in 4.x only)."""
     recs = _records(meta, PARTITION_TYPES).where(F.col("topic_id").isNotNull())
-    return recs.groupBy("topic_id").applyInPandas(gc_frozen(_replay), METADATA_EVENTS)
+    clear = _records(meta, (CLEAR_ELR,)).drop("topic_id").crossJoin(recs.select("topic_id").distinct())
+    return recs.unionByName(clear).groupBy("topic_id").applyInPandas(gc_frozen(_replay), METADATA_EVENTS)
 
 
 BROKER_EVENTS = T.StructType([

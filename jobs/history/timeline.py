@@ -120,11 +120,15 @@ def _log_rows(df: DataFrame) -> DataFrame:
     line cut at a fixed width lost its end mid-sentence, often the class or the offsets that
     say what happened."""
     below = (F.col("event") == "truncation") & F.col("hw").isNotNull() & (F.col("offset") < F.col("hw"))
+    # a line stating an election's RECOVERING state decides it; a controller's sentence about one
+    # only corroborates (jobs/findings/elections.py): a warning on the timeline, not an error
+    unclean = F.col("event") == "unclean_election"
+    stated = unclean & F.coalesce(F.col("leader_recovery_state") == 1, F.lit(False))
     return _select(
         df, topic=F.col("topic"), partition=F.col("partition"), time=F.col("time"), source=F.lit("broker_log"),
         node=F.coalesce("node", "broker"), event=F.col("event"), leader=F.col("leader"), leader_epoch=F.col("leader_epoch"),
         offset=F.col("offset"), isr=F.col("isr"),
-        election=F.when(F.col("event") == "unclean_election", "unclean"),
-        severity=F.when(F.col("event") == "unclean_election", "error").when(below, "error"),
+        election=F.when(stated, "unclean"),
+        severity=F.when(stated, "error").when(unclean, "warning").when(below, "error"),
         detail=F.col("text"), path=F.col("path"), position=F.col("line_no"), seq=F.col("line_no"),
     )

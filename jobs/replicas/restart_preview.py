@@ -205,9 +205,19 @@ def destroyed(spark, batches: DataFrame, rows: list[dict]) -> dict:
     return out
 
 
+def _planned(case) -> list[dict]:
+    return preview(case.rl, case.survivors, batch_epoch_starts(case.tables["batch_runs"]))
+
+
+def planned(case) -> list[dict]:
+    """``preview`` of a case, once: the pending truncations (``truncation_below_hw``) read the same
+    rows the restart_preview table is built from, so the two cannot disagree."""
+    return case.shared(_planned)
+
+
 def build(case, findings: list) -> DataFrame:
     """The restart_preview table of a case, ``finding_id`` linking the findings it destroys."""
-    rows = preview(case.rl, case.survivors, batch_epoch_starts(case.tables["batch_runs"]))
+    rows = [dict(r) for r in planned(case)]
     lost = destroyed(case.spark, case.tables["batches"], rows)
     for row in rows:
         d = lost.get((row["topic"], row["partition"], row["broker"]), {"records": 0, "nowhere_else": 0, "held_elsewhere": []})

@@ -229,12 +229,17 @@ METADATA_EVENTS_SCHEMA = pa.schema([  # jobs.history.metadata.METADATA_EVENTS: t
     ("topic", pa.string()), ("partition", pa.int32()), ("topic_id", pa.string()),
     ("meta_offset", pa.int64()),  # offset in __cluster_metadata (snapshots: their end offset - 1)
     ("time", TS),  # the record's append time on the controller
-    ("event", pa.string()), ("leader", pa.int32()), ("leader_epoch", pa.int32()), ("partition_epoch", pa.int32()),
-    ("isr", INTS), ("elr", INTS), ("replicas", INTS),
+    ("event", pa.string()),  # partition_created | leader_change | leader_epoch_bump | isr_change | elr_change | leader_recovered | replicas_change | topic_removed | snapshot_state | partition_change
+    ("leader", pa.int32()), ("leader_epoch", pa.int32()), ("partition_epoch", pa.int32()),
+    ("isr", INTS),
+    ("elr", INTS),  # eligible leader replicas (KIP-966; null in records older than version 2)
+    ("last_known_elr", INTS),  # LastKnownElr: the last leader, kept while the partition is leaderless
+    ("replicas", INTS),
     ("leader_recovery_state", pa.int32()),  # 0 RECOVERED, 1 RECOVERING
     ("prev_leader", pa.int32()), ("prev_leader_epoch", pa.int32()), ("prev_isr", INTS),
     ("election", pa.string()),  # clean | unclean | offline (leader -1) | null (no leader change)
     ("clean", pa.bool_()),
+    ("elected_from", pa.string()),  # isr | elr | reassignment | outside_isr | last_known_leader | null (unknown, or no election)
     ("source", pa.string()),  # log | snapshot
     ("nodes", INTS),  # the nodes whose metadata log (or snapshot) holds the record
     ("path", pa.string()), ("batch_position", pa.int64()), ("detail", pa.string()),

@@ -410,6 +410,42 @@ def truncations_below_hw(cluster: Cluster) -> list[dict]:
     return out
 
 
+def pending_truncations(cluster: Cluster) -> list[dict]:
+    """Replicas that have not rejoined the surviving log and will truncate below the HW they
+    checkpointed when they follow it (the cluster's own truncation rule, ``_truncation_offset``,
+    then the leader's LEO for a fetch beyond it): the truncation is pending. Where the broker dirs
+    cannot tell the surviving log (several candidates), which lineage a replica follows is what is
+    not known: no pending truncation is told there (the restart preview leaves them out too)."""
+    out = []
+    for (topic, p), part in sorted(cluster.partitions.items()):
+        if len(survivor_candidates(cluster, topic, p)) > 1:
+            continue
+        leader = surviving_replica(cluster, topic, p)
+        for b in part.replicas:
+            rep = cluster.replica(b, topic, p)
+            if b == leader.broker or rep.ckpt_hw is None:
+                continue
+            target = min(cluster._truncation_offset(rep, leader), leader.leo)
+            if target < min(rep.ckpt_hw, rep.leo):
+                out.append(
+                    _finding(
+                        "truncation_below_hw",
+                        "warning",
+                        topic,
+                        p,
+                        [b],
+                        target,
+                        rep.ckpt_hw - 1,
+                        rep.ckpt_hw - target,
+                        f"broker-{b} has not rejoined: following broker-{leader.broker} it will truncate from {rep.leo} to {target}, "
+                        f"below the high watermark {rep.ckpt_hw} it checkpointed",
+                        status="pending",
+                        evidence_sources=["files"],
+                    )
+                )
+    return out
+
+
 def damage_findings(problems: list[dict]) -> list[dict]:
     out = []
     for pr in problems:
@@ -473,6 +509,7 @@ def expected_findings(cluster: Cluster, problems: list[dict]) -> list[dict]:
         + leader_epoch_conflicts(cluster)
         + acked_data_loss(cluster)
         + truncations_below_hw(cluster)
+        + pending_truncations(cluster)
         + unclean_elections(cluster)
         + crash_losses(cluster)
         + lost_markers(cluster)
