@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pyarrow.fs as pafs
+import pyarrow.parquet as pq
 import pytest
 
 KEY = "kf-test-key"
@@ -74,3 +75,15 @@ def moto_server(tmp: Path) -> Iterator[S3Server]:
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
+
+
+def table_rows(out: Path, name: str) -> list[str]:
+    """Table ``name`` of DIR ``out`` as sorted row reprs, to compare a store run with a local one
+    (``files.mtime`` left out: an object's time is when it was uploaded, not the file's on the broker)."""
+    path = out / "tables" / name
+    if not path.is_dir():
+        return []
+    table = pq.read_table(path)
+    if name == "files":
+        table = table.drop_columns(["mtime"])
+    return sorted(map(repr, table.to_pylist()))

@@ -19,7 +19,7 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 from conftest import REAL
-from s3_server import KEY, SECRET, moto_server
+from s3_server import KEY, SECRET, moto_server, table_rows
 from typer.testing import CliRunner
 
 from analyzer.analyze import build
@@ -76,15 +76,6 @@ def analyzed(s3, spark, tmp_path_factory):
     return tmp / "local", tmp / "s3", docs
 
 
-def _rows(out: Path, name: str) -> list[str]:
-    path = out / "tables" / name
-    if not path.is_dir():
-        return []
-    table = pq.read_table(path)
-    if name == "files":  # an object's time is when it was uploaded, not the file's on the broker
-        table = table.drop_columns(["mtime"])
-    return sorted(map(repr, table.to_pylist()))
-
 
 def test_analyze_from_s3_equals_the_local_run(analyzed, s3):
     local, remote, docs = analyzed
@@ -92,7 +83,7 @@ def test_analyze_from_s3_equals_the_local_run(analyzed, s3):
     assert docs["s3"]["summary"] == docs["local"]["summary"]
     assert docs["s3"]["input"]["paths"] == [URL]
     for name in ALL_TABLES:
-        assert _rows(remote, name) == _rows(local, name), name
+        assert table_rows(remote, name) == table_rows(local, name), name
     files = pq.read_table(remote / "tables" / "files").to_pylist()
     assert files and all(f["sha256"] for f in files)
     ingest = json.loads((remote / "run.json").read_text())["ingest"]

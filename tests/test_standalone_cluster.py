@@ -21,11 +21,10 @@ import time
 import urllib.request
 from pathlib import Path
 
-import pyarrow.parquet as pq
 import pyspark
 import pytest
 from conftest import REAL
-from s3_server import moto_server
+from s3_server import moto_server, table_rows
 
 from jobs.ingest.pipeline import ingest
 from jobs.store.tables import ALL_TABLES
@@ -124,15 +123,6 @@ def _port_open(port: int) -> bool:
         return s.connect_ex(("127.0.0.1", port)) == 0
 
 
-def _rows(out: Path, name: str) -> list[str]:
-    path = out / "tables" / name
-    if not path.is_dir():
-        return []
-    table = pq.read_table(path)
-    if name == "files":  # an object's time is when it was uploaded, not the file's on the broker
-        table = table.drop_columns(["mtime"])
-    return sorted(map(repr, table.to_pylist()))
-
 
 def test_two_workers_reading_s3_equal_local(spark, s3, cluster, tmp_path):
     url, env = cluster
@@ -148,4 +138,4 @@ def test_two_workers_reading_s3_equal_local(spark, s3, cluster, tmp_path):
     local = tmp_path / "local"
     ingest(spark, [SRC], local, progress=False)
     for name in ALL_TABLES:
-        assert _rows(remote, name) == _rows(local, name), name
+        assert table_rows(remote, name) == table_rows(local, name), name
