@@ -131,6 +131,8 @@ STORIES = {  # the kinds each story must produce on its incident partition (part
     "torn-write": {"torn_tail", "unclean_shutdown"},
     "index-corruption": {"index_mismatch"},
     "double-failover-kip-279": {"replica_divergence", "acked_data_loss", "unclean_leader_election"},
+    "kraft-controller-failover": set(),
+    "kraft-controller-diverged": {"metadata_log_divergence"},
 }
 
 
