@@ -30,10 +30,11 @@ The high watermark itself is not on disk: ``quorum-state`` holds only the electi
 vote, and in version 0 the static voters; its ``appliedOffset`` is always 0), so commitment is
 read from the snapshots and the majorities above.
 
-The driver works on summaries: each node's runs of one epoch (``batch_runs``), its snapshot ids
-(file names) and the few control records. One Spark query compares the copies batch by batch
-against the leader's (``unmatched_runs``); only what the leader does not hold leaves it, summed
-per holder set and epoch.
+The driver works on summaries: each node's runs of batches (``batch_runs``: a few rows a segment,
+with their digests), its snapshot ids (file names) and the few control records. Runs equal to one
+of the leader copy's hold the same batches; the others' batches (a lagging or diverged end) are
+compared with the leader's in one Spark query (``unmatched_runs``), and only what the leader does
+not hold leaves it, summed per holder set and epoch.
 """
 
 from __future__ import annotations
@@ -45,7 +46,7 @@ from dataclasses import dataclass, field
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from .replica_logs import METADATA_TOPIC
+from .replica_logs import DIGEST_PARTS, METADATA_TOPIC
 from .restart_preview import UNDEFINED_EPOCH_OFFSET, end_offset_for
 
 VALID, DIVERGING, SNAPSHOT = "valid", "diverging", "snapshot"  # ValidOffsetAndEpoch.Kind
@@ -71,6 +72,7 @@ class RaftLogCopy:
     end_offset: int
     snapshots: tuple[OffsetAndEpoch, ...] = ()
     path: str | None = None
+    runs: tuple[tuple, ...] = ()  # (first offset, last offset, epoch, batches, *digests) of its batch_runs
 
     def truncated(self, offset: int) -> RaftLogCopy:
         """``ReplicatedLog.truncateTo``: the records from ``offset`` on gone (and the epochs starting there)."""
@@ -259,16 +261,20 @@ def _metadata(df: DataFrame, kinds: tuple[str, ...] = ("segment",)) -> DataFrame
 
 def read_copies(batch_runs: DataFrame, files: DataFrame) -> list[RaftLogCopy]:
     """Each node's copy from its runs (a few rows a segment) and its snapshots' file names."""
-    runs = _metadata(batch_runs).where(F.col("partition_leader_epoch").isNotNull()).groupBy("broker", "partition_leader_epoch").agg(
-        F.min("first_offset").alias("start"), F.max("last_offset").alias("last"), F.min("path").alias("path")).collect()
+    runs = _metadata(batch_runs).where(F.col("partition_leader_epoch").isNotNull()).select(
+        "broker", F.col("first_offset").alias("start"), F.col("last_offset").alias("last"), "partition_leader_epoch", "batches",
+        *DIGEST_PARTS, "path", F.lit(None).cast("string").alias("snapshot"))
     snaps = files.where((F.col("topic") == METADATA_TOPIC) & (F.col("dir_state") == "live") & (F.col("kind") == "kraft_snapshot")).select(
-        "broker", "path").collect()
+        "broker", F.col("path").alias("snapshot"))
+    rows = runs.unionByName(snaps, allowMissingColumns=True).collect()  # (one job: most collections hold no metadata log)
+    snaps = [r for r in rows if r["snapshot"] is not None]
+    runs = [r for r in rows if r["snapshot"] is None]
     by_node: dict[int, list] = {}
     for r in runs:
         by_node.setdefault(r["broker"], []).append(r)
     snap_ids: dict[int, list[OffsetAndEpoch]] = {}
     for s in snaps:
-        name = s["path"].rsplit("/", 1)[-1]
+        name = s["snapshot"].rsplit("/", 1)[-1]
         end, epoch = name.split(".", 1)[0].split("-")
         snap_ids.setdefault(s["broker"], []).append(OffsetAndEpoch(int(end), int(epoch)))
     out = []
@@ -283,11 +289,29 @@ def read_copies(batch_runs: DataFrame, files: DataFrame) -> list[RaftLogCopy]:
             start, end = rs[0]["start"], max(r["last"] for r in rs) + 1
         else:  # only snapshots: an empty log at the latest snapshot
             start = end = snapshots[-1].offset
-        out.append(RaftLogCopy(node, tuple(epochs), start, end, snapshots, min((r["path"] for r in rs), default=None)))
+        out.append(RaftLogCopy(node, tuple(epochs), start, end, snapshots, min((r["path"] for r in rs), default=None),
+                               tuple((r["start"], r["last"], r["partition_leader_epoch"], r["batches"], *(r[d] for d in DIGEST_PARTS))
+                                     for r in rs)))
     return out
 
 
-def unmatched_runs(batches: DataFrame, leader: int, splits: Sequence[int] = ()) -> list[UnmatchedRun]:
+MAX_WINDOWS = 256  # past this many unmatched runs, every batch is compared (one predicate per window otherwise)
+
+
+def unmatched_windows(copies: Sequence[RaftLogCopy], leader: int) -> list[tuple[int, int, int]] | None:
+    """(node, first, last offset) of each run of a copy that no run of the leader's copy equals
+    (same offsets, epoch, batch count and digests: the same batches). Copies of one Raft log
+    store the same bytes and mostly roll their segments at the same offsets, so their runs
+    match but for a lagging or diverged end: only those windows need comparing batch by batch.
+    None: too many to name (the whole log is compared)."""
+    ref = next(c for c in copies if c.node == leader)
+    have = set(ref.runs)
+    out = [(c.node, r[0], r[1]) for c in copies if c.node != leader for r in c.runs if r not in have]
+    return None if len(out) > MAX_WINDOWS else out
+
+
+def unmatched_runs(batches: DataFrame, leader: int, splits: Sequence[int] = (),
+                   windows: Sequence[tuple[int, int, int]] | None = None) -> list[UnmatchedRun]:
     """The other copies' batches that ``leader``'s copy does not hold identically (base and last
     offset, epoch, CRC), summed per (set of holders, epoch) and between ``splits`` (the snapshots'
     end offsets, so that a run never straddles what a snapshot proves committed): one Spark query;
@@ -296,7 +320,17 @@ def unmatched_runs(batches: DataFrame, leader: int, splits: Sequence[int] = ()) 
                                    "record_count", "is_control", "max_timestamp", "path", "position")
     key = ["base_offset", "last_offset", "epoch", "crc"]
     ref = mb.where(F.col("broker") == leader).select(*key)
-    others = mb.where(F.col("broker") != leader).join(ref, key, "left_anti")
+    others = mb.where(F.col("broker") != leader)
+    if windows is not None:  # only the runs no leader run equals (literal bounds: Parquet skips the rest)
+        if not windows:
+            return []
+        within = F.lit(False)
+        for node, first, last in windows:
+            within = within | ((F.col("broker") == node) & F.col("base_offset").between(first, last))
+        others = others.where(within)
+        lo, hi = min(w[1] for w in windows), max(w[2] for w in windows)
+        ref = ref.where(F.col("base_offset").between(lo, hi))
+    others = others.join(ref, key, "left_anti")
     per_batch = others.groupBy(*key).agg(
         F.sort_array(F.collect_set("broker")).alias("holders"),
         F.first(F.when(F.col("is_control"), F.lit(0)).otherwise(F.col("record_count"))).alias("records"),
@@ -374,5 +408,5 @@ def read_comparison(tables: dict[str, DataFrame]) -> MetadataLogComparison:
     if ref is None or len(copies) < 2:
         return MetadataLogComparison(tuple(copies), None if ref is None else ref.node, tuple(starts), (), tuple(records))
     splits = [snap.offset for c in copies for snap in c.snapshots]
-    verdicts = compare(copies, unmatched_runs(tables["batches"], ref.node, splits), starts)
+    verdicts = compare(copies, unmatched_runs(tables["batches"], ref.node, splits, unmatched_windows(copies, ref.node)), starts)
     return MetadataLogComparison(tuple(copies), ref.node, tuple(starts), tuple(verdicts), tuple(records))
