@@ -495,6 +495,8 @@ def generate(name: str, out_dir: Path, seed: int = 0, truncation: str | None = N
         "replicas": replica_summary(cluster),
         "events": cluster.events,
     }
+    if getattr(cluster, "quorum", None) is not None:  # the controller quorum's own story (sample_data.sim.quorum)
+        truth["quorum_events"] = cluster.quorum.events
     (out / "ground_truth.json").write_text(json.dumps(truth, indent=1) + "\n", encoding="utf-8")
     _write_jsonl(out / "ledger.jsonl", cluster.ledger)
     _write_jsonl(out / "ledger_failed.jsonl", cluster.ledger_failed)
