@@ -17,8 +17,11 @@ from pathlib import Path
 from parsers.codecs import CODEC_NAMES
 from sample_data.sim.cluster import LAG_TIME_MAX_MS, Cluster, Size
 from sample_data.sim.materialize import materialize
+from sample_data.sim.quorum import ControllerQuorum
 from sample_data.sim.transactions import MAX_EPOCH, TransactionalProducer, TransactionCoordinator
 from sample_data.sim.truth import expected_findings, must_not_report, replica_summary
+from sample_data.writer import raft_log as rl
+from sample_data.writer.raft_log import Voter
 
 REPLICATE_ROUNDS = 3  # data, then the HW moves on the leader, then the followers learn it
 
@@ -439,6 +442,77 @@ def txn_v2_marker_lost(c: Cluster, size: Size) -> str:
     )
 
 
+CONTROLLERS = [100, 101, 102]
+
+
+def _quorum(c: Cluster) -> ControllerQuorum:
+    """Three KRaft controllers (voters, static quorum: kraft.version 0) and the brokers as
+    observers, led by controller 100 through its first records, replicated everywhere."""
+    q = c.quorum = ControllerQuorum(CONTROLLERS, sorted(c.brokers))
+    q.elect(100)
+    q.append(values=[rl.feature_level_record("metadata.version", 27)])
+    q.append(4)
+    q.replicate()
+    return q
+
+
+def _healthy_topic(c: Cluster, topic: str, size: Size) -> None:
+    c.create_topic(topic, size.partitions, _rf(size), min_isr=min(2, size.brokers))
+    _produce(c, topic, size, _frac(size, 0.5))
+    c.fetch(REPLICATE_ROUNDS)
+
+
+def kraft_controller_failover(c: Cluster, size: Size) -> str:
+    """A controller failover with an uncommitted tail, a kraft.version upgrade and a voter removed:
+    the building block of a Kafka 4 benign collection (no finding)."""
+    q = _quorum(c)
+    _healthy_topic(c, "kc", size)
+    q.snapshot(101)
+    q.append(3)  # controller 100 appends ...
+    q.replicate(1, nodes=[1])  # ... broker 1 (an observer) fetches them, no voter does ...
+    q.crash(100)  # ... and the leader dies: the three batches were never committed
+    q.elect(101)  # epoch 2 at 101's log end, with the votes of 101 and 102
+    q.append(2)
+    q.replicate()  # broker 1 truncates its copy of the tail; controller 100 is down and keeps it
+    q.upgrade_kraft_version([Voter(v, bytes([v]) * 16) for v in CONTROLLERS])
+    q.remove_voter(100, [Voter(v, bytes([v]) * 16) for v in CONTROLLERS if v != 100])
+    q.append(2)
+    q.replicate()
+    q.snapshot(102)
+    c.collect()
+    return (
+        "Negative control, KRaft controller failover: controller 100 led epoch 1, appended three batches that no other "
+        "voter fetched (broker 1, an observer, did) and died; controller 101 was elected for epoch 2 at its own log end, "
+        "broker 1 truncated the tail, and the quorum went on: kraft.version upgraded to 1 (KRaftVersionRecord + "
+        "VotersRecord), the dead controller 100 removed from the voters. Controller 100's copy still holds the three "
+        "uncommitted batches, which Raft truncates when it next fetches. Nothing to report; the timeline tells the quorum's story."
+    )
+
+
+def kraft_controller_diverged(c: Cluster, size: Size) -> str:
+    q = _quorum(c)
+    _healthy_topic(c, "kd", size)
+    q.crash(102)
+    q.append(4)  # committed: controllers 100 and 101 are a majority of three
+    q.replicate()
+    q.snapshot(100)  # controller 100 snapshots at its high watermark
+    q.append(1)  # and appends once more, which nobody fetches (uncommitted)
+    q.crash(100)
+    q.lose_disk(101)  # controller 101's disk is replaced: an empty log and no memory of its vote
+    q.start(102)
+    q.elect(102)  # 102 (behind) wins epoch 2 with 101's vote: kraft.version 0 cannot tell
+    q.append(3)
+    q.replicate()  # 101 and the brokers follow 102; the brokers truncate the committed records they held
+    c.collect()
+    return (
+        "KRaft metadata lost by the quorum: controllers 100 and 101 committed four batches of epoch 1 while controller "
+        "102 was down; controller 100 took a snapshot at its high watermark, appended once more and died; controller "
+        "101's disk was replaced (an empty log, kraft.version 0 does not know it) and it voted for 102, which won epoch "
+        "2 without the committed records and wrote new ones at their offsets. Controller 100 (down, collected) alone "
+        "holds the committed records; the brokers truncated theirs."
+    )
+
+
 SCENARIOS: dict[str, Callable[[Cluster, Size], str]] = {
     "clean-failover": clean_failover,
     "hw-two-fetch": hw_two_fetch,
@@ -454,6 +528,8 @@ SCENARIOS: dict[str, Callable[[Cluster, Size], str]] = {
     "benign-mix": benign_mix,
     "txn-v2-upgrade": txn_v2_upgrade,
     "txn-v2-marker-lost": txn_v2_marker_lost,
+    "kraft-controller-failover": kraft_controller_failover,
+    "kraft-controller-diverged": kraft_controller_diverged,
 }
 TRUNCATION_RULE = {"hw-two-fetch": "hw", "kafka-1211-divergence": "hw", "double-failover-kip-279": "kip101"}
 SIZE_FIELDS = {f.name for f in fields(Size)}
@@ -521,6 +597,8 @@ def generate(name: str, out_dir: Path, seed: int = 0, truncation: str | None = N
         "replicas": replica_summary(cluster),
         "events": cluster.events,
     }
+    if getattr(cluster, "quorum", None) is not None:  # the controller quorum's own story (sample_data.sim.quorum)
+        truth["quorum_events"] = cluster.quorum.events
     (out / "ground_truth.json").write_text(json.dumps(truth, indent=1) + "\n", encoding="utf-8")
     _write_jsonl(out / "ledger.jsonl", cluster.ledger)
     _write_jsonl(out / "ledger_failed.jsonl", cluster.ledger_failed)

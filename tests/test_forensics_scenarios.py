@@ -180,3 +180,32 @@ def test_a_lost_transactions_v2_marker_at_an_exhausted_epoch_is_transaction_mark
     assert marker["broker"] == 1 and "(epoch 32767)" in marker["detail"]
     assert "transactional id orders-tx" in got["explanation"]
     assert not [f for f in doc["findings"] if f["kind"] in ("hanging_transaction", "acked_data_loss", "duplicate_sequence")]
+
+
+def test_a_controller_failover_is_silent_and_its_quorum_story_is_in_the_timeline(scenario):
+    """kraft-controller-failover: controller 100's uncommitted tail (it led epoch 1 and died) parts
+    from the new leader's log; nothing proves it committed, so Raft's truncation of it is normal: no
+    finding, a timeline row. The timeline of __cluster_metadata 0 tells the quorum's changes: the
+    epochs' leaders and voters, kraft.version 1 and the voter set (KIP-853)."""
+    gt, doc = scenario("kraft-controller-failover")
+    assert doc["findings"] == [] and "metadata_log_divergence" in {b["kind"] for b in gt["must_not_report"]}
+    rows = [r for r in pq.read_table(scenario.outs["kraft-controller-failover"] / "tables" / "timeline").to_pylist()
+            if r["topic"] == "__cluster_metadata"]
+    events = [(r["event"], r["node"], r["offset"]) for r in rows if r["source"] == "metadata"]
+    assert ("quorum_leader", 100, 0) in events and ("quorum_leader", 101, 6) in events
+    assert ("uncommitted_tail", 100, 6) in events and not any(r["severity"] for r in rows)
+    voters = [r["detail"] for r in rows if r["event"] == "quorum_voters"]
+    assert len(voters) == 2 and "-[100]" in voters[1] and any(r["event"] == "kraft_version" for r in rows)
+
+
+def test_a_controller_that_lost_committed_metadata_is_found_at_its_offsets(scenario):
+    """kraft-controller-diverged: controllers 100 and 101 committed offsets 6-9 (epoch 1); 101's disk
+    was replaced and voted for 102, which leads epoch 2 from offset 6 without them. Controller 100
+    alone holds them, with the snapshot (10, epoch 1) that proves them committed."""
+    gt, doc = scenario("kraft-controller-diverged")
+    [got] = [f for f in doc["findings"] if f["kind"] == "metadata_log_divergence"]
+    assert (got["topic"], got["partition"], got["first_offset"], got["last_offset"], got["records"]) == ("__cluster_metadata", 0, 6, 9, 4)
+    assert (got["brokers"], got["salvage_brokers"], got["severity"]) == ([100, 102], [100], "error")
+    assert got["evidence"][0]["path"] == "controller-100/__cluster_metadata-0/00000000000000000000.log"
+    assert got["evidence"][-1]["path"].startswith("controller-102/") and "elected by voters [101, 102]" in got["evidence"][-1]["detail"]
+    assert [f["kind"] for f in doc["findings"]] == ["metadata_log_divergence"]

@@ -30,10 +30,11 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from jobs.history import metadata, timeline, views
+from jobs.history import metadata, quorum, timeline, views
 from jobs.ingest.focus import INTERNAL_PREFIX, Focus
 from jobs.replicas import compare, epoch_lineage, offset_ranges, replica_logs
 from jobs.replicas.ledger import read_ledger
+from jobs.replicas.metadata_log import MetadataLogComparison, read_comparison
 from jobs.replicas.replica_logs import live_segment_batches
 from jobs.replicas.survivors import survivors, survivors_frame
 from jobs.store.io import collected, local_frame, read_table, write_table
@@ -140,7 +141,9 @@ class Case:
         def write_timeline() -> None:
             stage("jobs: timeline")
             tl = timeline.build(self.metadata_events, broker_events, self.epoch_lineage, self.log_events, t["consumer_offsets"],
-                                self.replica_logs.select("topic", "partition", "broker"))
+                                self.replica_logs.select("topic", "partition", "broker"),
+                                quorum=local_frame(self.spark, [tuple(r[c] for c in timeline.COLUMNS)
+                                                                for r in quorum.quorum_rows(self.metadata_log)], timeline.TIMELINE))
             write_table(tl.orderBy("topic", "partition", F.col("time").asc_nulls_last(), "seq").coalesce(1), self.out, "timeline")
 
         if pool is None:
@@ -253,6 +256,11 @@ class Case:
     def current(self) -> dict:
         """Per partition, (leader, epoch) of the latest epoch the metadata log names a leader of."""
         return epoch_lineage.current_leaders(self.logged_leaders.collect())
+
+    @once_property
+    def metadata_log(self) -> MetadataLogComparison:
+        """The nodes' copies of the KRaft metadata log against the leader's (``jobs.replicas.metadata_log``)."""
+        return read_comparison(self.tables)
 
     @once_property
     def survivors(self) -> dict:

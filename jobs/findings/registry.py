@@ -13,6 +13,7 @@ from . import (
     gaps,
     identity,
     loss,
+    metadata_log,
     producers,
     shutdown,
     tiered,
@@ -20,7 +21,7 @@ from . import (
     truncation,
 )
 
-DETECTORS = (damage, shutdown, checkpoints, gaps, producers, transactions, divergence, loss, tiered, truncation, elections, identity)
+DETECTORS = (damage, shutdown, checkpoints, gaps, producers, transactions, divergence, loss, tiered, truncation, elections, identity, metadata_log)
 
 # The finding vocabulary: the contract's kinds plus ours, each with its severity.
 KIND_SEVERITY: dict[str, str] = {kind: sev for d in DETECTORS for kind, sev in d.KINDS.items()}

@@ -62,9 +62,10 @@ def named_log_events(log_events: DataFrame, names: DataFrame) -> DataFrame:
 
 
 def build(meta_events: DataFrame, broker_events: DataFrame, lineage: DataFrame, log_events: DataFrame,
-          consumer: DataFrame, replicas: DataFrame) -> DataFrame:
-    """``replicas``: (topic, partition, broker) of every replica collected."""
-    parts = []
+          consumer: DataFrame, replicas: DataFrame, quorum: DataFrame | None = None) -> DataFrame:
+    """``replicas``: (topic, partition, broker) of every replica collected; ``quorum``: the
+    controller quorum's rows of ``__cluster_metadata`` partition 0 (``jobs.history.quorum``), in TIMELINE's shape."""
+    parts = [] if quorum is None else [quorum.select(*COLUMNS)]
     parts.append(_select(
         meta_events, topic=F.col("topic"), partition=F.col("partition"), time=F.col("time"), source=F.lit("metadata"),
         event=F.col("event"), leader=F.col("leader"), leader_epoch=F.col("leader_epoch"), isr=F.col("isr"),

@@ -141,6 +141,9 @@ def materialize(cluster: Cluster, out_dir: Path, size: Size) -> list[dict]:
         for tp, lay in written.items():
             layouts[(b, *tp)] = lay
     cluster.layouts = layouts
+    quorum = getattr(cluster, "quorum", None)  # a KRaft controller quorum (sample_data.sim.quorum), when the scenario has one
+    if quorum is not None:
+        quorum.materialize(out_dir, cluster.cluster_id, clean={b: br.clean_marker for b, br in cluster.brokers.items()})
     problems = []
     for d in cluster.damage:
         lay = layouts[(d["broker"], d["topic"], d["partition"])]

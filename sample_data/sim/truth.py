@@ -501,6 +501,18 @@ def consumer_reads(cluster: Cluster, found: list[dict]) -> list[dict]:
     return out
 
 
+def metadata_log_divergences(cluster: Cluster) -> list[dict]:
+    """Committed metadata the quorum's leader lacks (``ControllerQuorum.committed_lost``)."""
+    quorum = getattr(cluster, "quorum", None)
+    if quorum is None:
+        return []
+    return [_finding("metadata_log_divergence", "error", "__cluster_metadata", 0, lost["brokers"], lost["first_offset"],
+                     lost["last_offset"], lost["records"] or None,
+                     f"committed metadata records on nodes {lost['holders']} that the leader's log (node {lost['leader_copy']}) lacks",
+                     evidence_sources=["files"], salvage_brokers=lost["holders"])
+            for lost in quorum.committed_lost()]
+
+
 def expected_findings(cluster: Cluster, problems: list[dict]) -> list[dict]:
     """Every finding, each with a stable ``id`` (kind, where, first offset, brokers)."""
     found = (
@@ -516,6 +528,7 @@ def expected_findings(cluster: Cluster, problems: list[dict]) -> list[dict]:
         + unclean_shutdowns(cluster)
     )
     found += consumer_reads(cluster, found)
+    found += metadata_log_divergences(cluster)
     for f in found:
         f["id"] = f"{f['kind']}:{f['topic']}-{f['partition']}:{f['first_offset']}:{'-'.join(map(str, f['brokers']))}"
     return found
@@ -530,6 +543,10 @@ def must_not_report(cluster: Cluster, findings: list[dict]) -> list[dict]:
         if (kind, topic, p) not in kinds and {"kind": kind, "topic": topic, "partition": p, "why": why} not in out:
             out.append({"kind": kind, "topic": topic, "partition": p, "why": why})
 
+    quorum = getattr(cluster, "quorum", None)
+    if quorum is not None and not quorum.committed_lost():
+        add("metadata_log_divergence", "__cluster_metadata", 0, "a copy of the metadata log that parts from the leader's holds only "
+            "records never committed (a failover's uncommitted tail): Raft truncates them when that node next fetches")
     for (topic, p), part in sorted(cluster.partitions.items()):
         reps = [cluster.replica(b, topic, p) for b in part.replicas]
         if any(r.ckpt_hw is not None and r.ckpt_hw < r.leo for r in reps):
