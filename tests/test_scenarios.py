@@ -132,7 +132,8 @@ STORIES = {  # the kinds each story must produce on its incident partition (part
     "index-corruption": {"index_mismatch"},
     "double-failover-kip-279": {"replica_divergence", "acked_data_loss", "unclean_leader_election"},
     "txn-v2-upgrade": set(),
-    "txn-v2-marker-lost": {"replica_divergence", "unclean_leader_election", "transaction_marker_lost", "unclean_shutdown"},
+    "txn-v2-marker-lost": {"replica_divergence", "unclean_leader_election", "transaction_marker_lost", "unclean_shutdown",
+                           "truncation_below_hw"},
     "kraft-controller-failover": set(),
     "kraft-controller-diverged": {"metadata_log_divergence"},
 }
