@@ -46,9 +46,9 @@ def divergence_findings(ranges: list, surv: dict | None = None) -> list[Finding]
             continue
         key = (g["topic"], g["partition"], g["first_offset"], g["last_offset"])
         m = merged.setdefault(key, {"brokers": set(), "epochs": set(), "ev": [], "bytes": 0, "records": g["offsets"],
-                                    "producers": [], "ts": []})
+                                    "producers": [], "ts": [], "pairs": []})
         m["brokers"] |= {g["broker_a"], g["broker_b"]}
-        m.setdefault("pairs", []).append((g["broker_a"], g["broker_b"]))
+        m["pairs"].append((g["broker_a"], g["broker_b"]))
         m["epochs"] |= set(g["epochs_a"] or []) | set(g["epochs_b"] or [])
         m["bytes"] = max(m["bytes"], (g["bytes_a"] or 0), (g["bytes_b"] or 0))
         for side in ("a", "b"):

@@ -46,7 +46,6 @@ GCS_RETRY_SECONDS = 15.0  # GCS retries by time, 15 minutes by default
 HASH_BLOCK = 32 << 20
 STREAM_BUFFER = 8 << 20  # an archive on a store is streamed in ranges of this size
 MAX_SAID = 400  # characters of a store's own error message kept in our one line
-_URL_RE = STORE_URL  # (jobs.store.spark sizes Spark without the inputs on stores: one pattern for both)
 
 
 class StoreError(InputError):
@@ -57,7 +56,7 @@ class StoreError(InputError):
 
 def is_url(path: object) -> bool:
     """Whether an INPUT (or a listed file's ``abs_path``) is on an object store."""
-    return isinstance(path, str) and _URL_RE.match(path) is not None
+    return isinstance(path, str) and STORE_URL.match(path) is not None
 
 
 def input_arg(raw: str | os.PathLike) -> str | os.PathLike:
