@@ -598,8 +598,10 @@ def discover_inputs(inputs: list[Path | str], work_dir: Path, focus: Focus | Non
     roots, problems = resolve_roots(inputs, work_dir)
     found = discover(roots)
     require_log_dirs(found, roots)
-    # (local roots: an archive is unpacked to one; a folder on an object store is not read here)
-    if collected := focus_mod.collections([(r.path, r.prefix) for r in roots if getattr(r, "tree", None) is None]):
+    # (local roots, an archive unpacked to one among them, and folders on an object store)
+    collected = focus_mod.collections([(r.path, r.prefix) for r in roots if getattr(r, "tree", None) is None])
+    collected += store_collections([r for r in roots if getattr(r, "tree", None) is not None])
+    if collected:
         focus = (focus or Focus()).within(collected)
     if focus is not None:
         found = focused(found, focus)
@@ -609,6 +611,30 @@ def discover_inputs(inputs: list[Path | str], work_dir: Path, focus: Focus | Non
     return found
 
 
+def store_collections(roots: list[Root]) -> list[focus_mod.Collected]:
+    """The focused collections among folders on an object store, as ``focus.collections`` finds
+    them among local ones: a COLLECT.txt in a root or one folder down (a bundle uploaded as
+    unpacked), read in one ranged GET. Without this, a focused bundle analyzed from the store
+    would read as a broker whose other partitions went missing."""
+    out = []
+    for root in roots:
+        tree = root.listing
+        dirs, files = tree.scan(root.path)
+        notes = [root.path / focus_mod.NOTES] if focus_mod.NOTES in files else []
+        notes += [root.path / d / focus_mod.NOTES for d in dirs if focus_mod.NOTES in tree.scan(root.path / d)[1]]
+        for path in notes:
+            st = tree.stat(path)
+            if st is None or st.st_size > MAX_NOTES_BYTES:
+                continue
+            with stores.listed_bytes(tree.abs_path(path), st.st_size) as fb:
+                text = fb.data.decode("utf-8", errors="replace")
+            rel = path.relative_to(root.path).as_posix()
+            if (found := focus_mod.read_notes(text, f"{root.prefix}/{rel}" if root.prefix else rel)) is not None:
+                out.append(found)
+    return out
+
+
+MAX_NOTES_BYTES = 16 << 20  # a COLLECT.txt lists every file left out: large for a big broker, never this large
 MAX_CHANGE_EXAMPLES = 5
 
 
