@@ -99,12 +99,9 @@ def focused_events(events: DataFrame, focus: Focus | None) -> DataFrame:
 
 class Case:
     """One ingested output DIR under investigation: what every detector's ``find(case)`` reads.
-
-    Its attributes: ``tables`` (the ingested tables by name, ``INPUT_TABLES``), the job tables as
-    written and read back (``replica_logs``, ``metadata_events``, ``epoch_lineage``,
-    ``offset_ranges``: DataFrames), ``ledger`` (the producers' acknowledgements, if given) and
-    ``focus`` (the partitions ingest read, when not all). Its properties below are the views the
-    detectors share, each computed on first use; a list of ``Row`` is a small table collected."""
+    The attributes below (the ingested tables, and the job tables as written and read back), then
+    the views the detectors share, each computed on first use (a ``list[Row]`` is a small table,
+    collected; its columns are its schema's in ``jobs.store.tables``)."""
 
     spark: SparkSession
     out: Path  # the output DIR
