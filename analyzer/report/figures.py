@@ -89,7 +89,8 @@ def num(value: Any) -> int | None:
         return None
 
 
-def text(value: Any) -> str | None:
+def cell_text(value: Any) -> str | None:
+    """A table cell's value as the text a figure or table shows, None where it is missing."""
     return None if missing(value) else str(value)
 
 
@@ -148,11 +149,11 @@ def _range_rows(ranges: Rows) -> dict[int, list[dict[str, Any]]]:
                 "first_offset": first,
                 "last_offset": last,
                 "leader_epoch": num(r.get("leader_epoch")),
-                "kind": text(r.get("kind")) or "data",
-                "reason": text(r.get("reason")),
+                "kind": cell_text(r.get("kind")) or "data",
+                "reason": cell_text(r.get("reason")),
                 "records": num(r.get("records")),
                 "bytes": num(r.get("bytes")),
-                "path": text(r.get("path")),
+                "path": cell_text(r.get("path")),
                 "position": num(r.get("position")),
             }
         )
@@ -371,7 +372,7 @@ def replica_rows(replicas: Rows) -> list[dict[str, Any]]:
         for c in REPLICA_COLUMNS:
             v = r.get(c)
             if c in ("log_dir", "dir_state"):
-                row[c] = text(v)
+                row[c] = cell_text(v)
             elif c in ("clean_shutdown", "compacted"):
                 row[c] = None if missing(v) else bool(v)
             else:

@@ -26,17 +26,19 @@ from fnmatch import translate
 from pathlib import Path
 from typing import Any
 
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import DataFrame, Row, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from jobs.history import metadata, quorum, timeline, views
+from jobs.history.views import History
 from jobs.ingest.focus import INTERNAL_PREFIX, Focus
 from jobs.replicas import compare, epoch_lineage, offset_ranges, replica_logs
+from jobs.replicas.epoch_lineage import LeaderEpoch
 from jobs.replicas.ledger import read_ledger
 from jobs.replicas.metadata_log import MetadataLogComparison, read_comparison
 from jobs.replicas.replica_logs import live_segment_batches
-from jobs.replicas.survivors import survivors, survivors_frame
+from jobs.replicas.survivors import Survivor, survivors, survivors_frame
 from jobs.store.io import collected, local_frame, read_table, write_table
 from jobs.store.spark import side_by_side
 
@@ -96,8 +98,20 @@ def focused_events(events: DataFrame, focus: Focus | None) -> DataFrame:
 
 
 class Case:
-    """One ingested output DIR under investigation (``ledger``: the producers' acknowledgements, if
-    given; ``focus``: the partitions ingest read, when not all)."""
+    """One ingested output DIR under investigation: what every detector's ``find(case)`` reads.
+    The attributes below (the ingested tables, and the job tables as written and read back), then
+    the views the detectors share, each computed on first use (a ``list[Row]`` is a small table,
+    collected; its columns are its schema's in ``jobs.store.tables``)."""
+
+    spark: SparkSession
+    out: Path  # the output DIR
+    tables: dict[str, DataFrame]  # the ingested tables (``INPUT_TABLES``)
+    ledger: Path | None  # the producers' acknowledgements (--ledger), if given
+    focus: Focus | None  # the partitions ingest read, when not all
+    replica_logs: DataFrame  # one row per replica (job table, ``jobs.replicas.replica_logs``)
+    metadata_events: DataFrame  # the KRaft metadata log per partition (job table, ``jobs.history.metadata``)
+    epoch_lineage: DataFrame  # per partition, epoch and replica (job table, ``jobs.replicas.epoch_lineage``)
+    offset_ranges: DataFrame  # contiguous ranges and holes per replica (job table, ``jobs.replicas.offset_ranges``)
 
     def __init__(self, spark: SparkSession, out: Path, tables: dict[str, DataFrame], ledger: Path | None = None,
                  focus: Focus | None = None) -> None:
@@ -171,23 +185,25 @@ class Case:
             return self._locks.setdefault(key, threading.RLock())
 
     def close(self) -> None:
+        """Unpersist what this case cached (a session that goes on keeps no memory of it)."""
         for df in (self.__dict__.get(n) for n in ("diffs", "batches", "not_everywhere", "ledger_records", "logged_leaders")):
             if df is not None:
                 df.unpersist()
 
     # -- replicas ---------------------------------------------------------------------------
     @once_property
-    def rl(self) -> list:
-        """replica_logs, collected (one row per replica)."""
+    def replicas(self) -> list[Row]:
+        """The replica_logs rows, collected: one per replica (``REPLICA_LOGS_SCHEMA``)."""
         return collected(self.replica_logs)
 
     @once_property
-    def lineage(self) -> list:
+    def lineage(self) -> list[Row]:
+        """The epoch_lineage rows, collected: one per partition, leader epoch and replica (``EPOCH_LINEAGE_SCHEMA``)."""
         return collected(self.epoch_lineage)
 
     @once_property
-    def holes(self) -> list:
-        """offset_ranges holes that nothing benign explains."""
+    def holes(self) -> list[Row]:
+        """The offset_ranges holes that nothing benign explains (``OFFSET_RANGES_SCHEMA`` rows)."""
         return collected(self.offset_ranges.where((F.col("kind") == "hole") & (F.col("reason") == "unexplained")))
 
     @once_property
@@ -199,7 +215,7 @@ class Case:
     def differing(self) -> list[tuple[str, int]]:
         """(topic, partition) of every partition whose live replicas' batch digests differ
         (``compare.differing_partitions``): the only ones compared batch by batch."""
-        return compare.differing_partitions(self.rl)
+        return compare.differing_partitions(self.replicas)
 
     @once_property
     def replicas_agree(self) -> bool:
@@ -219,7 +235,7 @@ class Case:
         for a marker."""
         batches = live_segment_batches(self._differing_rows("batches"))
         differing = set(self.differing)
-        if any(r["control_records"] for r in self.rl if (r["topic"], r["partition"]) in differing):
+        if any(r["control_records"] for r in self.replicas if (r["topic"], r["partition"]) in differing):
             aborted = compare.aborted_batches(batches, self._differing_rows("records"))
         else:  # no marker anywhere in them: nothing is aborted, and their records are not scanned for one
             aborted, batches = None, batches.withColumn("aborted", F.lit(False))
@@ -232,6 +248,7 @@ class Case:
 
     @once_property
     def unmatched(self) -> tuple[DataFrame, DataFrame]:
+        """The two sides of the replica pairs' unmatched batches (``compare.unmatched_sides``)."""
         return compare.unmatched_sides(self.not_everywhere, self.replica_logs)
 
     @once_property
@@ -244,7 +261,9 @@ class Case:
         return compare.record_diffs(None, records, self.replica_logs, self.unmatched, windows).cache()
 
     @once_property
-    def ranges(self) -> list:
+    def ranges(self) -> list[Row]:
+        """The replica pairs' differing offset ranges (``compare.diff_ranges`` rows: ``status``
+        divergent, only_a or only_b, per side its broker, epochs, bytes, evidence)."""
         return [] if self.replicas_agree else compare.diff_ranges(self.diffs, self.replica_logs).collect()
 
     @once_property
@@ -253,8 +272,8 @@ class Case:
         return epoch_lineage.logged_leaders(self.metadata_events, self.log_events).cache()
 
     @once_property
-    def current(self) -> dict:
-        """Per partition, (leader, epoch) of the latest epoch the metadata log names a leader of."""
+    def current(self) -> dict[tuple[str, int], LeaderEpoch]:
+        """Per (topic, partition), the leader of the latest epoch the metadata log names a leader of."""
         return epoch_lineage.current_leaders(self.logged_leaders.collect())
 
     @once_property
@@ -263,16 +282,18 @@ class Case:
         return read_comparison(self.tables)
 
     @once_property
-    def survivors(self) -> dict:
-        """The surviving log of each partition (``jobs.replicas.survivors``): broker, candidates, why."""
-        return survivors(self.rl, self.lineage, self.current)
+    def survivors(self) -> dict[tuple[str, int], Survivor]:
+        """Per (topic, partition), its surviving log (``jobs.replicas.survivors``): broker, candidates, why."""
+        return survivors(self.replicas, self.lineage, self.current)
 
     @once_property
     def survivors_df(self) -> DataFrame:
+        """``survivors`` as a DataFrame, one row per candidate (``survivors_frame``), to join record-level frames with."""
         return survivors_frame(self.spark, self.survivors)
 
     @once_property
     def ledger_records(self) -> DataFrame | None:
+        """The producer ledger's records (``jobs.replicas.ledger``), cached; None without --ledger."""
         return None if self.ledger is None else read_ledger(self.spark, self.ledger).cache()
 
     # -- history ----------------------------------------------------------------------------
@@ -282,7 +303,8 @@ class Case:
         return timeline.named_log_events(self.tables["log_events"], timeline.topic_names(self.metadata_events))
 
     @once_property
-    def history(self) -> dict:
+    def history(self) -> History:
+        """The few rows of the cluster's history the detectors read (``jobs.history.views.History``)."""
         t = self.tables
         return views.collect(self.metadata_events, self.log_events, self.replica_logs, t["consumer_offsets"], t["transactions"],
                              t["share_group_state"])

@@ -8,12 +8,17 @@ killed after a roll; anything in ``-delete``, ``-future`` or ``-stray`` dirs or
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from .model import Evidence, Finding
 
-KINDS = {
+if TYPE_CHECKING:
+    from .case import Case
+
+FINDING_KINDS = {
     # corrupt data is an error: a torn tail is a write cut short (what it held is gone); a wrong
     # offset or transaction index serves wrong data until rebuilt
     "crc_mismatch": "error",
@@ -89,7 +94,7 @@ def problem_findings(problems: DataFrame) -> list[Finding]:
         if r["n"] > 1:
             detail = f"{detail} (and {r['n'] - 1} more in this file)"
         out.append(Finding(
-            kind=r["kind"], severity=KINDS[r["kind"]], topic=r["topic"], partition=r["partition"], brokers=[r["broker"]],
+            kind=r["kind"], severity=FINDING_KINDS[r["kind"]], topic=r["topic"], partition=r["partition"], brokers=[r["broker"]],
             evidence=[Evidence(r["broker"], r["path"], r["position"], detail)],
             explanation=PROBLEM_EXPLANATIONS.get(r["kind"], f"{r['kind']} in {r['path']}."),
         ))
@@ -111,7 +116,7 @@ def index_past_eof_findings(index_entries: DataFrame, files: DataFrame) -> list[
     for r in g.collect():
         first = r["first"]
         out.append(Finding(
-            kind="index_mismatch", severity=KINDS["index_mismatch"], topic=r["topic"], partition=r["partition"], brokers=[r["broker"]], first_offset=first["offset"],
+            kind="index_mismatch", severity=FINDING_KINDS["index_mismatch"], topic=r["topic"], partition=r["partition"], brokers=[r["broker"]], first_offset=first["offset"],
             evidence=[Evidence(r["broker"], r["path"], first["slot"] * 8,
                                f"entry {first['slot']} (offset {first['offset']}) points to byte {first['position']}, beyond the "
                                f"{r['segment_size']}-byte segment" + (f" (and {r['n'] - 1} more entries)" if r["n"] > 1 else ""))],
@@ -120,6 +125,6 @@ def index_past_eof_findings(index_entries: DataFrame, files: DataFrame) -> list[
     return out
 
 
-def find(case) -> list[Finding]:
-    t = case.tables
-    return problem_findings(t["problems"]) + index_past_eof_findings(t["index_entries"], t["files"])
+def find(case: Case) -> list[Finding]:
+    tables = case.tables
+    return problem_findings(tables["problems"]) + index_past_eof_findings(tables["index_entries"], tables["files"])

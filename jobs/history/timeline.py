@@ -17,26 +17,11 @@ from __future__ import annotations
 
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
-from pyspark.sql import types as T
+from pyspark.sql.pandas.types import from_arrow_schema
 
-TIMELINE = T.StructType([
-    T.StructField("topic", T.StringType()),
-    T.StructField("partition", T.IntegerType()),
-    T.StructField("time", T.TimestampType()),
-    T.StructField("source", T.StringType()),  # metadata | broker_log | leader_epoch | consumer_offsets
-    T.StructField("node", T.IntegerType()),
-    T.StructField("event", T.StringType()),
-    T.StructField("leader", T.IntegerType()),
-    T.StructField("leader_epoch", T.IntegerType()),
-    T.StructField("offset", T.LongType()),
-    T.StructField("isr", T.ArrayType(T.IntegerType())),
-    T.StructField("election", T.StringType()),
-    T.StructField("severity", T.StringType()),  # null | info | warning | error
-    T.StructField("detail", T.StringType()),
-    T.StructField("path", T.StringType()),
-    T.StructField("position", T.LongType()),
-    T.StructField("seq", T.LongType()),
-])
+from jobs.store.tables import TIMELINE_SCHEMA
+
+TIMELINE = from_arrow_schema(TIMELINE_SCHEMA)  # its columns: jobs.store.tables
 COLUMNS = [f.name for f in TIMELINE.fields]
 
 # log lines worth a place in a partition's story

@@ -83,7 +83,7 @@ def is_archive(path: Path) -> bool:
     return Path(path).is_file() and name.endswith(SUFFIXES)
 
 
-def text(name: str) -> str:
+def printable_name(name: str) -> str:
     """A name as storable, printable text: undecodable bytes (``surrogateescape``) become ``\\xNN``
     (Arrow and Spark reject lone surrogates)."""
     return name.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
@@ -130,8 +130,8 @@ class _Source:
 
 def _problem(src: _Source, entry: str, detail: str, kind: str = "unsafe_archive_entry") -> dict:
     # repr: a name with a newline or odd bytes still makes one line
-    log.warning("%s: entry %r refused: %s", text(src.shown), text(entry), detail)
-    return {"path": text(f"{src.shown}/{entry}"), "position": 0, "kind": kind, "detail": detail}
+    log.warning("%s: entry %r refused: %s", printable_name(src.shown), printable_name(entry), detail)
+    return {"path": printable_name(f"{src.shown}/{entry}"), "position": 0, "kind": kind, "detail": detail}
 
 
 class _Budget:
@@ -263,11 +263,11 @@ def _extract_nested(outer: _Source, root: Path, budget: _Budget, depth: int, max
             if exc.kind != "unreadable_file":
                 raise
             log.warning("%s", exc)
-            problems.append({"path": text(inner.shown), "position": 0, "kind": exc.kind, "detail": str(exc)})
+            problems.append({"path": printable_name(inner.shown), "position": 0, "kind": exc.kind, "detail": str(exc)})
             continue
         except OSError as exc:
             shutil.rmtree(into, ignore_errors=True)
-            problems.append({"path": text(inner.shown), "position": 0, "kind": "unreadable_file",
+            problems.append({"path": printable_name(inner.shown), "position": 0, "kind": "unreadable_file",
                              "detail": f"cannot read archive: {exc}"})
             continue
         path.unlink()
@@ -409,8 +409,8 @@ def _extract_tar(src: _Source, dest: Path, budget: _Budget) -> list[dict]:
         except ArchiveError:
             raise
         except _STREAM_ERRORS as exc:
-            log.warning("%s: archive truncated or corrupt, the rest is not read: %s", text(src.shown), exc)
-            problems.append({"path": text(src.shown), "position": 0, "kind": "unreadable_file",
+            log.warning("%s: archive truncated or corrupt, the rest is not read: %s", printable_name(src.shown), exc)
+            problems.append({"path": printable_name(src.shown), "position": 0, "kind": "unreadable_file",
                              "detail": f"archive truncated or corrupt: {exc}"})
         finally:
             tf._kf_raw.close()

@@ -30,7 +30,7 @@ from urllib.parse import urlsplit
 from jobs.errors import InputError
 from jobs.ingest import archives, stores
 from jobs.ingest import focus as focus_mod
-from jobs.ingest.archives import text
+from jobs.ingest.archives import printable_name
 from jobs.ingest.focus import Focus
 from parsers.broker_log import is_broker_log, node_from_name
 from parsers.files import KINDS, detect
@@ -142,8 +142,8 @@ _SPECIAL = ((stat.S_ISFIFO, "a fifo (named pipe)"), (stat.S_ISSOCK, "a socket"),
 
 def _skipped(path: str, why: str, problems: list[dict]) -> None:
     """One warning line (``%r``: a newline or odd byte in a name cannot break it) and a problem row."""
-    log.warning("%r skipped: %s", text(path), why)
-    problems.append({"path": text(path), "position": 0, "kind": "unreadable_file", "detail": f"skipped: {why}"})
+    log.warning("%r skipped: %s", printable_name(path), why)
+    problems.append({"path": printable_name(path), "position": 0, "kind": "unreadable_file", "detail": f"skipped: {why}"})
 
 
 def _walk(top: Path, stats: dict[str, os.stat_result] | None = None) -> Iterator[tuple[Path, list[str], list[str], list[tuple[str, str]]]]:
@@ -186,7 +186,7 @@ def _walk(top: Path, stats: dict[str, os.stat_result] | None = None) -> Iterator
                     target = os.readlink(e.path)
                 except OSError:
                     target = "?"
-                odd.append((e.name, f"a symbolic link (to {text(target)!r}); links are never followed"))
+                odd.append((e.name, f"a symbolic link (to {printable_name(target)!r}); links are never followed"))
             else:
                 odd.append((e.name, next((why for test, why in _SPECIAL if test(st.st_mode)), "not a regular file")))
         yield here, dirs, files, odd
@@ -437,7 +437,7 @@ class InputPathError(InputError, ValueError):
 
 
 def _root_name(root: Root) -> str:
-    return text(root.archive or root.url or str(root.path))
+    return printable_name(root.archive or root.url or str(root.path))
 
 
 def found_instead(root: Root) -> str:
@@ -460,13 +460,13 @@ def found_instead(root: Root) -> str:
     if not files:
         return ("found nothing: it is empty" if not folders else f"found {folders} folders and no file") + odd
     if not kafka:
-        return f"found {len(files)} files, none a Kafka file (e.g. {', '.join(text(f) for f in files[:3])})" + odd
+        return f"found {len(files)} files, none a Kafka file (e.g. {', '.join(printable_name(f) for f in files[:3])})" + odd
     rel, kind = kafka[0]
     more = f" and {len(kafka) - 1} more Kafka files" if len(kafka) > 1 else ""
     if all(k == "broker_log" for _, k in kafka):
-        return f"found {text(rel)} (a broker log){more}, but broker logs are read only beside the log dirs they describe"
-    dump = "" if root.archive or root.url else f"; read one file with `kafka-forensics dump {text(str(root.path / rel))}`"
-    return (f"found {text(rel)} ({kind}){more} outside any partition folder (Kafka keeps segments in topic-N folders "
+        return f"found {printable_name(rel)} (a broker log){more}, but broker logs are read only beside the log dirs they describe"
+    dump = "" if root.archive or root.url else f"; read one file with `kafka-forensics dump {printable_name(str(root.path / rel))}`"
+    return (f"found {printable_name(rel)} ({kind}){more} outside any partition folder (Kafka keeps segments in topic-N folders "
             f"inside a log dir: for a partition folder, give the folder above it){dump}")
 
 
@@ -559,7 +559,7 @@ def resolve_roots(inputs: list[Path | str], work_dir: Path) -> tuple[list[Root],
                     raise  # the only input is unusable: one line, exit 2
                 # one refused archive among several: say so, keep a problem row, analyze the rest
                 log.warning("%s", exc)
-                problems.append({"path": text(path.name), "position": 0, "kind": exc.kind, "detail": str(exc)})
+                problems.append({"path": printable_name(path.name), "position": 0, "kind": exc.kind, "detail": str(exc)})
                 continue
             roots.append(Root(dest, name_for(path), path.name))
         elif opener is not None:

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pyspark.sql import DataFrame
+from pyspark.sql import DataFrame, Row
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
@@ -36,6 +36,7 @@ from jobs.store.tables import RESTART_PREVIEW_SCHEMA
 
 from .compare import BATCH_KEY
 from .replica_logs import live_segment_batches
+from .survivors import Survivor
 
 UNDEFINED_EPOCH = -1
 UNDEFINED_EPOCH_OFFSET = -1
@@ -109,13 +110,13 @@ def truncation(follower: Epochs, leo: int, hw: int | None, leader: Epochs, leade
     return Truncation(min(end, leader_leo), LEADER_EPOCH, tuple(asked))
 
 
-def preview(rl: list, surv: dict, batch_epochs: dict | None = None) -> list[dict]:
+def preview(replicas: list[Row], survivors: dict[tuple[str, int], Survivor], batch_epochs: dict | None = None) -> list[dict]:
     """One row per live replica that is not its partition's surviving log (``survivors``), with the
-    truncation it would do. ``rl``: replica_logs rows; ``batch_epochs``: (topic, partition, broker)
+    truncation it would do. ``replicas``: replica_logs rows; ``batch_epochs``: (topic, partition, broker)
     -> [(epoch, first base offset)] from the batches. Partitions whose surviving log is undetermined
     are left out: which lineage wins is exactly what is not known there."""
     batch_epochs = batch_epochs or {}
-    by_key = {(r["topic"], r["partition"], r["broker"]): r for r in rl if r["dir_state"] == "live"}
+    by_key = {(r["topic"], r["partition"], r["broker"]): r for r in replicas if r["dir_state"] == "live"}
 
     def epochs_of(r) -> Epochs:
         cp = [(int(e["epoch"]), int(e["start_offset"])) for e in (r["epoch_entries"] or [])]
@@ -123,12 +124,12 @@ def preview(rl: list, surv: dict, batch_epochs: dict | None = None) -> list[dict
 
     out = []
     for (topic, part, broker), r in sorted(by_key.items()):
-        s = surv.get((topic, part))
-        if s is None or s["broker"] is None or s["broker"] == broker:
+        survivor = survivors.get((topic, part))
+        if survivor is None or survivor.broker is None or survivor.broker == broker:
             continue
-        lead = by_key[(topic, part, s["broker"])]
+        lead = by_key[(topic, part, survivor.broker)]
         t = truncation(epochs_of(r), r["leo"], r["hw_checkpoint"], epochs_of(lead), lead["leo"])
-        out.append({"topic": topic, "partition": part, "broker": broker, "leader": s["broker"], "leo": r["leo"],
+        out.append({"topic": topic, "partition": part, "broker": broker, "leader": survivor.broker, "leo": r["leo"],
                     "truncate_to": t.truncate_to, "rule": t.rule, "epochs_asked": list(t.epochs_asked)})
     return out
 
@@ -206,7 +207,7 @@ def destroyed(spark, batches: DataFrame, rows: list[dict]) -> dict:
 
 
 def _planned(case) -> list[dict]:
-    return preview(case.rl, case.survivors, batch_epoch_starts(case.tables["batch_runs"]))
+    return preview(case.replicas, case.survivors, batch_epoch_starts(case.tables["batch_runs"]))
 
 
 def planned(case) -> list[dict]:
