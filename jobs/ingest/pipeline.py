@@ -25,7 +25,7 @@ import logging
 import os
 import shutil
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 
 import pyarrow as pa
@@ -65,15 +65,16 @@ SPAN_MIN_BYTES = 16 << 20  # a span of a split segment: never smaller (each task
 # as if it were that much bigger, so that it starts first
 HASH_SHARE = 8
 
-FILE_FIELDS = ["abs_path", "path", "broker", "log_dir", "topic", "partition", "dir_state", "kind", "size", "mtime_ms", "archive"]
+# a task's files are discover.FileEntry rows (its fields, in order: Kafka's int32s broker and
+# partition as int32) with the span of a split segment they read
+FILE_FIELDS = [f.name for f in fields(disc.FileEntry)]
+_ARROW = {"str": pa.string(), "int": pa.int64()}
 TASK_LIST = pa.schema([
     pa.field("task", pa.int32()),
     pa.field("bytes", pa.int64()),
     pa.field("files", pa.list_(pa.struct([
-        pa.field("abs_path", pa.string()), pa.field("path", pa.string()), pa.field("broker", pa.int32()),
-        pa.field("log_dir", pa.string()), pa.field("topic", pa.string()), pa.field("partition", pa.int32()),
-        pa.field("dir_state", pa.string()), pa.field("kind", pa.string()), pa.field("size", pa.int64()),
-        pa.field("mtime_ms", pa.int64()), pa.field("archive", pa.string()),
+        *(pa.field(f.name, pa.int32() if f.name in ("broker", "partition") else _ARROW[f.type.removesuffix(" | None")])
+          for f in fields(disc.FileEntry)),
         pa.field("span_start", pa.int64()), pa.field("span_stop", pa.int64()),
     ]))),
 ])
