@@ -7,10 +7,11 @@ entries of empty epochs differing between replicas, holes in compacted logs.
 
 from __future__ import annotations
 
+from .kinds import REPLICA_DIVERGENCE
 from .model import Evidence, Finding
 
 KINDS = {
-    "replica_divergence": "error",
+    REPLICA_DIVERGENCE: "error",
     # the log start moved consistently across replicas (retention, deleteRecords): context only
     "log_start_divergence": "info",
 }

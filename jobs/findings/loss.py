@@ -25,12 +25,13 @@ from jobs.replicas.offset_ranges import islands
 from jobs.replicas.survivors import brokers_text, lost_on_every_candidate, surviving_log_text
 
 from .divergence import divergences, producer_entries
+from .kinds import ACKED_DATA_LOSS, CONSUMER_READ_LOST_DATA
 from .model import Evidence, Finding
 
 KINDS = {
-    "acked_data_loss": "error",
+    ACKED_DATA_LOSS: "error",
     # error when the group read past records no replica holds any more (``consumer_read_lost``)
-    "consumer_read_lost_data": "warning",
+    CONSUMER_READ_LOST_DATA: "warning",
 }
 
 

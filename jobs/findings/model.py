@@ -20,6 +20,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from .kinds import ACKED_DATA_LOSS
 from .severity import SEVERITIES, SEVERITY_RANK
 
 
@@ -123,7 +124,7 @@ def finalize(findings: list[Finding]) -> list[Finding]:
 
 
 def summary(findings: list[Finding]) -> dict[str, int]:
-    lost = sum(f.records or 0 for f in findings if f.kind == "acked_data_loss")
+    lost = sum(f.records or 0 for f in findings if f.kind == ACKED_DATA_LOSS)
     return {
         "errors": sum(f.severity == "error" for f in findings),
         "warnings": sum(f.severity == "warning" for f in findings),

@@ -24,9 +24,10 @@ from jobs.replicas import restart_preview
 from jobs.replicas.survivors import surviving_log_text
 
 from . import loss
+from .kinds import TRUNCATION_BELOW_HW
 from .model import Evidence, Finding, ms
 
-KINDS = {"truncation_below_hw": "warning"}
+KINDS = {TRUNCATION_BELOW_HW: "warning"}
 
 
 def truncation_findings(rl: list, surv: dict, hw_ranges: list) -> list[Finding]:
