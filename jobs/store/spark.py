@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from jobs.errors import InputError
+from jobs.processes import pid_alive
 
 if TYPE_CHECKING:  # imported when a session is asked for: ``interruptible`` must not pay for pyspark
     from pyspark.sql import SparkSession
@@ -484,18 +485,9 @@ def stop_jvm(timeout: float = 30) -> None:
         with contextlib.suppress(ChildProcessError, OSError):
             os.waitpid(pid, os.WNOHANG)
     deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline and any(_alive(pid) for pid in pids):
+    while time.monotonic() < deadline and any(pid_alive(pid) for pid in pids):
         time.sleep(0.02)
     shutil.rmtree(_scratch_path(), ignore_errors=True)
-
-
-def _alive(pid: int) -> bool:
-    """Still running (a zombie has stopped writing: it counts as gone)."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return False
-    return stat[stat.rindex(")") + 2:].split()[0] != "Z"
 
 
 @contextlib.contextmanager
@@ -546,15 +538,13 @@ def scratch_dir() -> Path:
     a SIGKILLed run never reaches (an unattended kill left ``/tmp/spark-*`` and ``blockmgr-*`` behind,
     shuffle files and all); with one named folder per process, each start removes those of dead
     processes, as ``jobs.store.outdir.recover`` does for staging dirs. (``SPARK_LOCAL_DIRS`` still wins.)"""
-    from jobs.store.outdir import _pid_alive
-
     base = _scratch_path().parent
     for old in base.glob(f"{SCRATCH_PREFIX}*"):
         try:
             pid = int(old.name[len(SCRATCH_PREFIX):])
         except ValueError:
             continue
-        if pid != os.getpid() and not _pid_alive(pid):
+        if pid != os.getpid() and not pid_alive(pid):
             shutil.rmtree(old, ignore_errors=True)
     mine = _scratch_path()
     mine.mkdir(parents=True, exist_ok=True)
