@@ -35,6 +35,7 @@ from pyspark.sql import types as T
 from jobs.store.io import table_path, write_empty
 from jobs.store.spark import executors_of, gc_frozen, is_remote, job_group, parallelism
 from jobs.store.tables import ALL_TABLES, BROKERS, schema_of
+from parsers.common import Problem
 from parsers.headers import STOP_LIMIT
 
 from . import discover as disc
@@ -433,10 +434,10 @@ def ingest(spark: SparkSession, inputs: list[Path], work_dir: Path, payloads: bo
             log.warning("%s: its spans did not read as one reading would (a stale offset index, or a span that failed); read again whole", path)
             whole = {**by_path[path], "span_start": None, "span_stop": None}
             counts += write_task(tables_dir, task, 0, run_task([whole], payloads, focus=focus), payloads).to_pylist()
-        extra += [problem_rows(by_path[path], [(position, "offset_regression", detail)]) for path, position, detail in between]
+        extra += [problem_rows(by_path[path], [Problem(position, "offset_regression", detail)]) for path, position, detail in between]
     # discovery's and the archives' own problems, written as one more task would write them
-    extra += [problem_rows({"broker": None, "log_dir": None, "topic": None, "partition": None, "dir_state": None, "path": p["path"]},
-                           [(p["position"], p["kind"], p["detail"])]) for p in problems]
+    extra += [problem_rows({"broker": None, "log_dir": None, "topic": None, "partition": None, "dir_state": None, "path": p.path}, [p])
+              for p in problems]
     if extra:
         counts += write_task(tables_dir, len(tasks), 0, [("problems", pa.concat_tables(extra))]).to_pylist()
     brokers = [asdict(b) for b in found.brokers]
