@@ -11,6 +11,8 @@ from __future__ import annotations
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
+from parsers.offset_index import ENTRY_SIZE
+
 from .model import Evidence, Finding
 
 KINDS = {
@@ -112,7 +114,7 @@ def index_past_eof_findings(index_entries: DataFrame, files: DataFrame) -> list[
         first = r["first"]
         out.append(Finding(
             kind="index_mismatch", severity=KINDS["index_mismatch"], topic=r["topic"], partition=r["partition"], brokers=[r["broker"]], first_offset=first["offset"],
-            evidence=[Evidence(r["broker"], r["path"], first["slot"] * 8,
+            evidence=[Evidence(r["broker"], r["path"], first["slot"] * ENTRY_SIZE,
                                f"entry {first['slot']} (offset {first['offset']}) points to byte {first['position']}, beyond the "
                                f"{r['segment_size']}-byte segment" + (f" (and {r['n'] - 1} more entries)" if r["n"] > 1 else ""))],
             explanation=PROBLEM_EXPLANATIONS["index_mismatch"],

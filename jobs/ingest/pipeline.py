@@ -133,7 +133,9 @@ def span_cuts(index: bytes, size: int, spans: int) -> list[int]:
     second reading, never a wrong one."""
     import numpy as np
 
-    positions = np.frombuffer(index[: len(index) // 8 * 8], ">i4").reshape(-1, 2)[:, 1].astype(np.int64)
+    from parsers.offset_index import ENTRY_DTYPE, ENTRY_SIZE
+
+    positions = np.frombuffer(index[: len(index) // ENTRY_SIZE * ENTRY_SIZE], ENTRY_DTYPE)["position"].astype(np.int64)
     rising = np.diff(positions, prepend=0) > 0
     usable = positions[: len(positions) if rising.all() else int(np.argmin(rising))]
     usable = usable[usable < size]
