@@ -80,7 +80,7 @@ PROBLEM_EXPLANATIONS = {
 
 def problem_findings(problems: DataFrame) -> list[Finding]:
     """One finding per (file, kind): the first position as evidence, the count in the detail."""
-    # cluster_id_mismatch is also a discovery problem row; the cross-broker job reports it once.
+    # cluster_id_mismatch is also a discovery problem row; identity.py reports it once.
     p = problems.where((F.col("dir_state").isNull()) | (F.col("dir_state") == "live")).where(F.col("kind") != "cluster_id_mismatch")
     g = p.groupBy("broker", "topic", "partition", "path", "kind").agg(
         F.count("*").alias("n"), F.min("position").alias("position"), F.min_by("detail", "position").alias("detail")

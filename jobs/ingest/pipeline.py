@@ -45,10 +45,8 @@ from .focus import Focus
 log = logging.getLogger(__name__)
 
 GROUP_BYTES = 64 << 20
-# A task's Python worker first imports numba and loads its kernels (~0.5 s), which parses a few
-# MB: a small collection in one task (one worker start, one Parquet file a table) is done sooner
-# than in two started side by side (real-cluster clean-failover, 1.3 MB: parsing 3.37 s in two
-# tasks, 2.83-2.86 s in one; the jobs 12.2-12.4 s and 11.6-12.0 s, reading half the files).
+# a task's worker first loads numba's kernels: a small collection is done sooner in one task
+# than in two (measured: docs/design.md, "Measurements behind the numbers")
 MIN_GROUP_BYTES = 4 << 20
 GROUP_FILES = 512  # the least and the most that group_files_for lets a task hold (a task may
 GROUP_FILES_MAX = 4096  # hold fewer: its bytes or its topics close it sooner)
@@ -106,20 +104,17 @@ def group_bytes_for(total_bytes: int, parallelism: int) -> int:
 
 def group_files_for(files: int, parallelism: int) -> int:
     """Pack small files into tasks of at most this many files: about four tasks per core, between
-    ``GROUP_FILES`` and ``GROUP_FILES_MAX``. Why not always the least: a Python task costs ~60 ms
-    of Spark and pyspark before its first file, and a task's first files cost more than its later
-    ones (its writers, its first scalars). Measured at 3 brokers x 5,000 partitions (90,015
-    files, 2 cores, ``ingest_bench --child``): 512 files a task 177 tasks, parsing 31.3 s;
-    2,048: 45 tasks, 21.6-22.6 s; 4,096: 24 tasks, 20.8 s; 8,192: 12 tasks, 21.5 s."""
+    ``GROUP_FILES`` and ``GROUP_FILES_MAX``. Why not always the least: a Python task costs Spark
+    and pyspark time before its first file, and its first files cost more than its later ones
+    (measured: docs/design.md)."""
     return int(min(GROUP_FILES_MAX, max(GROUP_FILES, files // max(1, 4 * parallelism))))
 
 
 def span_bytes_for(total_bytes: int, cores: int) -> int:
     """The size of a split segment's spans: two per core of the whole input. A segment is split
     only when it alone is more than a core's share (twice this), so a collection of many
-    segments is not split at all, and a lone big one is spread over every core. Measured on one
-    1 GB segment on 2 cores (``ingest_bench --one-segment``): spans of 64 MiB 5.8 s, 128 MiB
-    5.6 s, 256 MiB 5.2 s (each Python task costs ~0.1 s to start, and a worker's first ~0.7 s)."""
+    segments is not split at all, and a lone big one is spread over every core (fewer, bigger
+    spans start fewer Python tasks: measured in docs/design.md)."""
     return max(SPAN_MIN_BYTES, total_bytes // (2 * cores))
 
 
