@@ -33,6 +33,7 @@ from .headers import (
     DEFAULT_RECORD_BATCH,
     HEADER_COLUMNS,
     HEADER_SIZE_UP_TO_MAGIC,
+    LEGACY_ATTRIBUTES,
     LOG_OVERHEAD,
     MAGIC_OFFSET,
     RECORD_OVERHEAD_V0,
@@ -398,8 +399,8 @@ def _impossible_first_header(buf: np.ndarray, end: int) -> str | None:
                 f"its v2 header is impossible (lastOffsetDelta {int(last_offset_delta)}, record count {count}, "
                 f"codec id {int(attributes) & CODEC_MASK})"
             )
-    if magic < 2 and end > MAGIC_OFFSET + 1:
-        attributes = int(buf[MAGIC_OFFSET + 1])
+    if magic < 2 and end > LEGACY_ATTRIBUTES:
+        attributes = int(buf[LEGACY_ATTRIBUTES])
         allowed = CODEC_MASK | (legacy_records.TIMESTAMP_TYPE_MASK if magic == 1 else 0)
         if attributes & ~allowed or (attributes & CODEC_MASK) > CODEC_LZ4:  # v0/v1 know no zstd
             return f"its v{magic} message attributes 0x{attributes:02x} set bits no Kafka writer sets"
