@@ -39,7 +39,18 @@ import pyarrow as pa
 
 from .codecs import CODEC_MASK, CODEC_NONE, CodecError, decompress
 from .common import Problem, lazy_module
-from .headers import ERR_BOUNDS, ERR_COUNT, ERR_NEGATIVE, ERR_RECORD_SIZE, ERR_TOO_MANY, ERR_VARINT, V2_HEADER_SIZE, H
+from .headers import (
+    ERR_BOUNDS,
+    ERR_COUNT,
+    ERR_NEGATIVE,
+    ERR_RECORD_SIZE,
+    ERR_TOO_MANY,
+    ERR_VARINT,
+    RECORD_COLUMNS,
+    V2_HEADER_SIZE,
+    H,
+    R,
+)
 from .kafka_messages import MessageError, read_uvarint
 
 K = lazy_module("parsers._kernels")  # numba: loaded by the first parse, not by a schema lookup
@@ -146,7 +157,7 @@ def records(buf, h, positions, sizes, is_v2, cols, problems) -> list[dict]:
 def _decode(src, bidx, starts, ends, h, cols, positions, problems, in_file):
     counts = h[bidx, H.RECORDS_COUNT]
     cap = int(np.minimum(counts, (ends - starts) // MIN_RECORD_SIZE + 1).sum())
-    out = np.zeros((cap, 11), np.int64)
+    out = np.zeros((cap, RECORD_COLUMNS), np.int64)
     err = np.zeros(bidx.shape[0], np.int64)
     nrec = np.zeros(bidx.shape[0], np.int64)
     log_append = cols["timestamp_type_id"][bidx] == 1
@@ -160,10 +171,10 @@ def _decode(src, bidx, starts, ends, h, cols, positions, problems, in_file):
             )
         )
     out = out[:n]
-    local = out[:, 0]
+    local = out[:, R.BATCH]
     batch_index = bidx[local]
     is_control = cols["is_control"][batch_index]
-    kpos, klen, vpos, vlen = out[:, 4], out[:, 5], out[:, 6], out[:, 7]
+    kpos, klen, vpos, vlen = out[:, R.KEY_POSITION], out[:, R.KEY_LENGTH], out[:, R.VALUE_POSITION], out[:, R.VALUE_LENGTH]
     # ControlRecordType: key = version(int16) type(int16); EndTransactionMarker value = version(int16) epoch(int32)
     ctl = is_control & (klen >= 4)
     ctype = np.full(n, -1, np.int64)
@@ -183,18 +194,18 @@ def _decode(src, bidx, starts, ends, h, cols, positions, problems, in_file):
     return {
         "buf": src,
         "batch_index": batch_index,
-        "offset": out[:, 1],
-        "timestamp": out[:, 2],
+        "offset": out[:, R.OFFSET],
+        "timestamp": out[:, R.TIMESTAMP],
         "key_pos": kpos,
         "key_len": klen,
         "value_pos": vpos,
         "value_len": vlen,
-        "headers": out[:, 8],
-        "header_pos": out[:, 9],
-        "header_len": out[:, 10],
+        "headers": out[:, R.HEADERS],
+        "header_pos": out[:, R.HEADERS_POSITION],
+        "header_len": out[:, R.HEADERS_LENGTH],
         "control_type": ctype_name,
         "coordinator_epoch": pa.array(cepoch.astype(np.int32), mask=~cval),
-        "position": pa.array(out[:, 3], mask=np.full(n, not in_file)),
+        "position": pa.array(out[:, R.POSITION], mask=np.full(n, not in_file)),
     }
 
 

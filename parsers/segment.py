@@ -27,11 +27,13 @@ import numpy as np
 import pyarrow as pa
 
 from . import default_records, legacy_records
-from .codecs import CODEC_MASK, codec_name
+from .codecs import CODEC_LZ4, CODEC_MASK, CODEC_ZSTD, codec_name
 from .common import Parsed, Problem, empty_table, lazy_module, problems_table
 from .headers import (
+    DEFAULT_RECORD_BATCH,
     HEADER_COLUMNS,
     HEADER_SIZE_UP_TO_MAGIC,
+    LEGACY_ATTRIBUTES,
     LOG_OVERHEAD,
     MAGIC_OFFSET,
     RECORD_OVERHEAD_V0,
@@ -390,17 +392,17 @@ def _impossible_first_header(buf: np.ndarray, end: int) -> str | None:
     if magic not in (0, 1, 2):
         return f"the magic byte at position {MAGIC_OFFSET} is {magic}, not 0, 1 or 2"
     if magic == 2 and end >= V2_HEADER_SIZE:
-        attributes, last_offset_delta = np.frombuffer(buf[21:27].tobytes(), np.dtype([("a", ">i2"), ("d", ">i4")]))[0]
-        count = int(np.frombuffer(buf[57:61].tobytes(), ">i4")[0])
-        if last_offset_delta < 0 or count < 0 or (attributes & CODEC_MASK) > 4:
+        head = np.frombuffer(buf[:V2_HEADER_SIZE].tobytes(), DEFAULT_RECORD_BATCH)[0]
+        attributes, last_offset_delta, count = head["attributes"], head["last_offset_delta"], int(head["records_count"])
+        if last_offset_delta < 0 or count < 0 or (attributes & CODEC_MASK) > CODEC_ZSTD:  # zstd: the newest codec
             return (
                 f"its v2 header is impossible (lastOffsetDelta {int(last_offset_delta)}, record count {count}, "
                 f"codec id {int(attributes) & CODEC_MASK})"
             )
-    if magic < 2 and end > MAGIC_OFFSET + 1:
-        attributes = int(buf[MAGIC_OFFSET + 1])
+    if magic < 2 and end > LEGACY_ATTRIBUTES:
+        attributes = int(buf[LEGACY_ATTRIBUTES])
         allowed = CODEC_MASK | (legacy_records.TIMESTAMP_TYPE_MASK if magic == 1 else 0)
-        if attributes & ~allowed or (attributes & CODEC_MASK) > 3:
+        if attributes & ~allowed or (attributes & CODEC_MASK) > CODEC_LZ4:  # v0/v1 know no zstd
             return f"its v{magic} message attributes 0x{attributes:02x} set bits no Kafka writer sets"
     return None
 

@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from jobs.findings.kinds import ACKED_DATA_LOSS, TRUNCATION_BELOW_HW
 from parsers.remote_log_metadata import latest_segments
 
 from .data import as_list, severity_of
@@ -24,7 +25,7 @@ from .summary import evidence_line, finding_headline
 # Plotly's default qualitative palette (D3 category10), indexed by leader epoch.
 EPOCH_COLOURS = ("#1f77b4", "#2ca02c", "#9467bd", "#17becf", "#bcbd22", "#8c564b", "#e377c2", "#7f7f7f", "#ff7f0e", "#393b79")
 HOLE_COLOUR = "rgba(160,160,160,0.55)"
-LOST_KINDS = frozenset({"acked_data_loss", "truncation_below_hw"})
+LOST_KINDS = frozenset({ACKED_DATA_LOSS, TRUNCATION_BELOW_HW})
 # finding family -> (legend name, outline and hatch colour, hatch, bar width). The overlay has no fill
 # of its own, only an outline and sparse hatching: a tinted fill over the epoch colours (and two over
 # each other where a range is both lost and divergent) turned blue, green and purple into one mud,

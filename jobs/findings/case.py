@@ -6,9 +6,8 @@ broker_events, timeline) and writes each into the output DIR; the detectors read
 back from their files (broker_events only feeds the timeline): each is computed once, by its
 write. Why not keep them cached instead: a cached DataFrame carries its whole plan into every
 query that reads it, and Spark plans through it each time (its analysis, and the cache manager
-comparing every piece of the plan with every cached one). With the job tables cached that
-planning was a third of a small collection's jobs phase (crash-only, warm: 12.2 s cached, 8.0 s
-read back). Read back, a job table is one Parquet scan declared with the schema in its footer
+comparing every piece of the plan with every cached one: a third of a small collection's jobs
+phase, docs/design.md). Read back, a job table is one Parquet scan declared with the schema in its footer
 (``jobs.store.io.declared_schema``: no Spark job), and on a cluster its files outlive any
 executor. Who led each epoch comes from the metadata log and the broker logs before the files
 (``logged_leaders``, ``current``), so metadata_events is written before the lineage, and the

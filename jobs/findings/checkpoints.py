@@ -18,7 +18,7 @@ def checkpoint_findings(replicas: list[Row]) -> list[Finding]:
     """Checkpointed offsets beyond what the replica's log holds.
 
     A HW checkpoint *below* the LEO is normal (it lags by design). Above it, the replica lacks
-    offsets it once knew were committed: that is ``truncation_below_hw`` (cross-replica module).
+    offsets it once knew were committed: that is ``truncation_below_hw`` (``truncation.py``).
     """
     out = []
     for r in replicas:

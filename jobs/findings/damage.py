@@ -13,6 +13,8 @@ from typing import TYPE_CHECKING
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
+from parsers.offset_index import ENTRY_SIZE
+
 from .model import Evidence, Finding
 
 if TYPE_CHECKING:
@@ -83,7 +85,7 @@ PROBLEM_EXPLANATIONS = {
 
 def problem_findings(problems: DataFrame) -> list[Finding]:
     """One finding per (file, kind): the first position as evidence, the count in the detail."""
-    # cluster_id_mismatch is also a discovery problem row; the cross-broker job reports it once.
+    # cluster_id_mismatch is also a discovery problem row; identity.py reports it once.
     p = problems.where((F.col("dir_state").isNull()) | (F.col("dir_state") == "live")).where(F.col("kind") != "cluster_id_mismatch")
     g = p.groupBy("broker", "topic", "partition", "path", "kind").agg(
         F.count("*").alias("n"), F.min("position").alias("position"), F.min_by("detail", "position").alias("detail")
@@ -117,7 +119,7 @@ def index_past_eof_findings(index_entries: DataFrame, files: DataFrame) -> list[
         first = r["first"]
         out.append(Finding(
             kind="index_mismatch", severity=FINDING_KINDS["index_mismatch"], topic=r["topic"], partition=r["partition"], brokers=[r["broker"]], first_offset=first["offset"],
-            evidence=[Evidence(r["broker"], r["path"], first["slot"] * 8,
+            evidence=[Evidence(r["broker"], r["path"], first["slot"] * ENTRY_SIZE,
                                f"entry {first['slot']} (offset {first['offset']}) points to byte {first['position']}, beyond the "
                                f"{r['segment_size']}-byte segment" + (f" (and {r['n'] - 1} more entries)" if r["n"] > 1 else ""))],
             explanation=PROBLEM_EXPLANATIONS["index_mismatch"],

@@ -14,13 +14,14 @@ from pyspark.sql import Row
 from jobs.replicas.survivors import Survivor
 
 from .evidence import producer_entries
+from .kinds import REPLICA_DIVERGENCE
 from .model import Evidence, Finding
 
 if TYPE_CHECKING:
     from .case import Case
 
 FINDING_KINDS = {
-    "replica_divergence": "error",
+    REPLICA_DIVERGENCE: "error",
     # the log start moved consistently across replicas (retention, deleteRecords): context only
     "log_start_divergence": "info",
 }

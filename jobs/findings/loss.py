@@ -25,6 +25,7 @@ from jobs.replicas.survivors import Survivor, brokers_text, surviving_log_text
 from .committed import committed_ranges
 from .divergence import divergences
 from .evidence import producer_entries, survivor_evidence
+from .kinds import ACKED_DATA_LOSS, CONSUMER_READ_LOST_DATA
 from .model import Evidence, Finding
 from .ranges import interval_union
 
@@ -32,9 +33,9 @@ if TYPE_CHECKING:
     from .case import Case
 
 FINDING_KINDS = {
-    "acked_data_loss": "error",
+    ACKED_DATA_LOSS: "error",
     # error when the group read past records no replica holds any more (``consumer_read_lost``)
-    "consumer_read_lost_data": "warning",
+    CONSUMER_READ_LOST_DATA: "warning",
 }
 
 

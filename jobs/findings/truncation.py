@@ -28,13 +28,14 @@ from jobs.replicas.survivors import Survivor, surviving_log_text
 
 from .committed import committed_ranges, ledger_acks
 from .evidence import survivor_evidence
+from .kinds import TRUNCATION_BELOW_HW
 from .loss import hw_loss
 from .model import Evidence, Finding, ms
 
 if TYPE_CHECKING:
     from .case import Case
 
-FINDING_KINDS = {"truncation_below_hw": "warning"}
+FINDING_KINDS = {TRUNCATION_BELOW_HW: "warning"}
 
 
 def truncation_findings(replicas: list[Row], survivors: dict[tuple[str, int], Survivor], hw_ranges: list[Row]) -> list[Finding]:

@@ -33,6 +33,7 @@ from jobs.ingest import focus as focus_mod
 from jobs.ingest.archives import printable_name
 from jobs.ingest.focus import Focus
 from parsers.broker_log import is_broker_log, node_from_name
+from parsers.common import Problem
 from parsers.files import KINDS, detect
 from parsers.meta_properties import parse as parse_meta
 from parsers.names import FIXED_NAMES, parse_partition_dir
@@ -93,7 +94,7 @@ class Broker:
 class Discovery:
     brokers: list[Broker]
     files: list[FileEntry]
-    problems: list[dict]  # path, position, kind, detail (discovery-level problems)
+    problems: list[Problem]  # discovery's and the archives' (each names its file: ``path``)
     seconds: float = 0.0
     focus: Focus | None = None  # the partitions read: analyze's --topic/--partition within the focused collections'
 
@@ -140,10 +141,10 @@ _SPECIAL = ((stat.S_ISFIFO, "a fifo (named pipe)"), (stat.S_ISSOCK, "a socket"),
             (stat.S_ISBLK, "a block device"))
 
 
-def _skipped(path: str, why: str, problems: list[dict]) -> None:
+def _skipped(path: str, why: str, problems: list[Problem]) -> None:
     """One warning line (``%r``: a newline or odd byte in a name cannot break it) and a problem row."""
     log.warning("%r skipped: %s", printable_name(path), why)
-    problems.append({"path": printable_name(path), "position": 0, "kind": "unreadable_file", "detail": f"skipped: {why}"})
+    problems.append(Problem(0, "unreadable_file", f"skipped: {why}", printable_name(path)))
 
 
 def _walk(top: Path, stats: dict[str, os.stat_result] | None = None) -> Iterator[tuple[Path, list[str], list[str], list[tuple[str, str]]]]:
@@ -249,7 +250,7 @@ def _rel(prefix: str, sub: str, name: str) -> str:
     return "/".join(parts) or "."
 
 
-def find_log_dirs(root: Root, problems: list[dict] | None = None) -> list[LogDir]:
+def find_log_dirs(root: Root, problems: list[Problem] | None = None) -> list[LogDir]:
     """Every log dir under ``root`` (the root itself may be one). Entries skipped outside log dirs
     (links, fifos...) go to ``problems``; those inside a log dir are reported by ``_walk_files``."""
     found: list[LogDir] = []
@@ -271,7 +272,7 @@ def find_log_dirs(root: Root, problems: list[dict] | None = None) -> list[LogDir
     return found
 
 
-def _read_meta(ld: LogDir, problems: list[dict]) -> None:
+def _read_meta(ld: LogDir, problems: list[Problem]) -> None:
     meta = ld.abs_path / "meta.properties"
     tree = ld.tree or LOCAL
     st = tree.stat(meta)
@@ -282,7 +283,7 @@ def _read_meta(ld: LogDir, problems: list[dict]) -> None:
         with stores.listed_bytes(tree.abs_path(meta), st.st_size) as fb:  # no fifo swapped in can block it
             parsed = parse_meta(fb.data, rel)
     except OSError as exc:
-        problems.append({"path": rel, "position": 0, "kind": "unreadable_file", "detail": str(exc)})
+        problems.append(Problem(0, "unreadable_file", str(exc), rel))
         return
     if parsed.table.num_rows:
         row = parsed.table.to_pylist()[0]
@@ -297,7 +298,7 @@ def _folder_id(ld: LogDir) -> int | None:
     return None
 
 
-def _walk_files(ld: LogDir, broker: int, problems: list[dict]) -> list[FileEntry]:
+def _walk_files(ld: LogDir, broker: int, problems: list[Problem]) -> list[FileEntry]:
     """The regular files of a log dir; what is skipped (see ``_walk``, plus files we may not read
     and folders named like a Kafka file) is one warning line and one problem row each."""
     out: list[FileEntry] = []
@@ -369,7 +370,7 @@ def _nearest_broker(here: Path, log_dirs: list[LogDir], broker_of: dict[str, int
 
 def discover(roots: list[Root]) -> Discovery:
     """Log dirs under every root, grouped into brokers, with every file they hold."""
-    problems: list[dict] = []
+    problems: list[Problem] = []
     log_dirs = [ld for root in roots for ld in find_log_dirs(root, problems)]
     for ld in log_dirs:
         _read_meta(ld, problems)
@@ -414,8 +415,8 @@ def discover(roots: list[Root]) -> Discovery:
         by_id.setdefault(b.broker, []).append(b)
     for bid, group in by_id.items():
         if len(group) > 1:
-            problems.append({"path": ",".join(ld for b in group for ld in b.log_dirs), "position": 0, "kind": "cluster_id_mismatch",
-                             "detail": f"log dirs of node {bid} carry different cluster ids: {sorted(str(b.cluster_id) for b in group)}"})
+            problems.append(Problem(0, "cluster_id_mismatch", f"log dirs of node {bid} carry different cluster ids: "
+                                    f"{sorted(str(b.cluster_id) for b in group)}", ",".join(ld for b in group for ld in b.log_dirs)))
     for b in brokers.values():
         mine = [ld for ld in log_dirs if ld.rel in b.log_dirs]
         # guessed: a KRaft controller-only node holds nothing but __cluster_metadata-0
@@ -515,7 +516,7 @@ def resolve_roots(inputs: list[Path | str], work_dir: Path) -> tuple[list[Root],
     """Input paths and store URLs → roots to discover in; archives (local or on a store) are
     extracted into ``work_dir/_work``, a store's folder is listed once."""
     roots: list[Root] = []
-    problems: list[dict] = []
+    problems: list[Problem] = []
     used: set[str] = set()
 
     def name_for(path: Path) -> str:
@@ -559,7 +560,7 @@ def resolve_roots(inputs: list[Path | str], work_dir: Path) -> tuple[list[Root],
                     raise  # the only input is unusable: one line, exit 2
                 # one refused archive among several: say so, keep a problem row, analyze the rest
                 log.warning("%s", exc)
-                problems.append({"path": printable_name(path.name), "position": 0, "kind": exc.kind, "detail": str(exc)})
+                problems.append(Problem(0, exc.kind, str(exc), printable_name(path.name)))
                 continue
             roots.append(Root(dest, name_for(path), path.name))
         elif opener is not None:

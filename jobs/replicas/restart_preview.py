@@ -152,15 +152,14 @@ def sentence(row: dict) -> str | None:
             "hold{} (not the leader's log) — run salvage first.".format("" if len(held) > 1 else "s"))
 
 
-def finding_for(row: dict, findings: list) -> str | None:
-    """The id of the loss (first) or divergence finding on the partition whose offsets overlap what
-    this truncation destroys."""
+def finding_for(row: dict, lossy: list) -> str | None:
+    """The id of the first of ``lossy`` (the loss findings first, then the divergences: see
+    ``build``) on the partition whose offsets overlap what this truncation destroys."""
     lo, hi = row["truncate_to"], row["leo"] - 1
-    for kind in ("acked_data_loss", "replica_divergence", "truncation_below_hw"):
-        for f in findings:
-            if (f.kind == kind and (f.topic, f.partition) == (row["topic"], row["partition"]) and f.first_offset is not None
-                    and f.first_offset <= hi and (f.last_offset if f.last_offset is not None else f.first_offset) >= lo):
-                return f.id
+    for f in lossy:
+        if ((f.topic, f.partition) == (row["topic"], row["partition"]) and f.first_offset is not None
+                and f.first_offset <= hi and (f.last_offset if f.last_offset is not None else f.first_offset) >= lo):
+            return f.id
     return None
 
 
@@ -216,14 +215,16 @@ def planned(case) -> list[dict]:
     return case.shared(_planned)
 
 
-def build(case, findings: list) -> DataFrame:
-    """The restart_preview table of a case, ``finding_id`` linking the findings it destroys."""
+def build(case, lossy: list) -> DataFrame:
+    """The restart_preview table of a case, ``finding_id`` linking the findings it destroys: ``lossy``,
+    the findings whose offsets name lost or diverged records, in the order one is named
+    (``jobs.findings.kinds.LOSS_KINDS``: the findings room hands them down, this room knows no kind)."""
     rows = [dict(r) for r in planned(case)]
     lost = destroyed(case.spark, case.tables["batches"], rows)
     for row in rows:
         d = lost.get((row["topic"], row["partition"], row["broker"]), {"records": 0, "nowhere_else": 0, "held_elsewhere": []})
         row.update(records_destroyed=d["records"], held_elsewhere=d["held_elsewhere"], records_nowhere_else=d["nowhere_else"])
-        row["finding_id"] = finding_for(row, findings) if d["records"] else None
+        row["finding_id"] = finding_for(row, lossy) if d["records"] else None
         row["sentence"] = sentence(row)
     from pyspark.sql.pandas.types import from_arrow_schema
 
