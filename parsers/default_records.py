@@ -56,6 +56,7 @@ CONTROL_TYPE_NAMES = np.array(
     ["abort", "commit", "leader_change", "snapshot_header", "snapshot_footer", "kraft_version", "kraft_voters", "unknown"]
 )
 UNKNOWN_CONTROL = len(CONTROL_TYPE_NAMES) - 1
+_CONTROL_TYPE_ARRAY = pa.array(CONTROL_TYPE_NAMES.tolist(), pa.string())
 
 _ERRORS = {
     ERR_VARINT: "varint longer than Kafka allows",
@@ -179,7 +180,7 @@ def _decode(src, bidx, starts, ends, h, cols, positions, problems, in_file):
         )
         cepoch[cval] = np.where(raw >= 0x80000000, raw - 0x100000000, raw)
     known = np.where((ctype < 0) | (ctype >= UNKNOWN_CONTROL), UNKNOWN_CONTROL, ctype)
-    ctype_name = pa.array(CONTROL_TYPE_NAMES[known], mask=~is_control)
+    ctype_name = _CONTROL_TYPE_ARRAY.take(pa.array(known, mask=~is_control))  # (not numpy strings: ~15 ns a record)
     return {
         "buf": src,
         "batch_index": batch_index,
