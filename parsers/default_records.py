@@ -163,8 +163,32 @@ def _decode(src, bidx, starts, ends, h, cols, positions, problems, in_file):
     out = out[:n]
     local = out[:, 0]
     batch_index = bidx[local]
-    is_control = cols["is_control"][batch_index]
     kpos, klen, vpos, vlen = out[:, 4], out[:, 5], out[:, 6], out[:, 7]
+    if cols["is_control"][bidx].any():
+        ctype_name, coordinator_epoch = _control_columns(src, cols["is_control"][batch_index], kpos, klen, vpos, vlen)
+    else:  # (no control batch: the common case, two columns of nulls made without a pass over the records)
+        ctype_name, coordinator_epoch = pa.nulls(n, pa.string()), pa.nulls(n, pa.int32())
+    return {
+        "buf": src,
+        "batch_index": batch_index,
+        "offset": out[:, 1],
+        "timestamp": out[:, 2],
+        "key_pos": kpos,
+        "key_len": klen,
+        "value_pos": vpos,
+        "value_len": vlen,
+        "headers": out[:, 8],
+        "header_pos": out[:, 9],
+        "header_len": out[:, 10],
+        "control_type": ctype_name,
+        "coordinator_epoch": coordinator_epoch,
+        "position": pa.array(out[:, 3]) if in_file else pa.nulls(n, pa.int64()),
+    }
+
+
+def _control_columns(src, is_control, kpos, klen, vpos, vlen) -> tuple[pa.Array, pa.Array]:
+    """``control_type`` and ``coordinator_epoch`` of records some of which are control records."""
+    n = is_control.shape[0]
     # ControlRecordType: key = version(int16) type(int16); EndTransactionMarker value = version(int16) epoch(int32)
     ctl = is_control & (klen >= 4)
     ctype = np.full(n, -1, np.int64)
@@ -181,22 +205,7 @@ def _decode(src, bidx, starts, ends, h, cols, positions, problems, in_file):
         cepoch[cval] = np.where(raw >= 0x80000000, raw - 0x100000000, raw)
     known = np.where((ctype < 0) | (ctype >= UNKNOWN_CONTROL), UNKNOWN_CONTROL, ctype)
     ctype_name = _CONTROL_TYPE_ARRAY.take(pa.array(known, mask=~is_control))  # (not numpy strings: ~15 ns a record)
-    return {
-        "buf": src,
-        "batch_index": batch_index,
-        "offset": out[:, 1],
-        "timestamp": out[:, 2],
-        "key_pos": kpos,
-        "key_len": klen,
-        "value_pos": vpos,
-        "value_len": vlen,
-        "headers": out[:, 8],
-        "header_pos": out[:, 9],
-        "header_len": out[:, 10],
-        "control_type": ctype_name,
-        "coordinator_epoch": pa.array(cepoch.astype(np.int32), mask=~cval),
-        "position": pa.array(out[:, 3], mask=np.full(n, not in_file)),
-    }
+    return ctype_name, pa.array(cepoch.astype(np.int32), mask=~cval)
 
 
 def record_headers(data: bytes, count: int) -> list[tuple[str, bytes | None]]:

@@ -544,8 +544,8 @@ def _records_table(pieces, positions, payloads, headers=False) -> pa.Table:
     for pc_ in pieces:
         src = pc_["buf"]
         n = len(pc_["batch_index"])
-        kd = np.zeros((n, 32), np.uint8)
-        vd = np.zeros((n, 32), np.uint8)
+        kd = np.empty((n, 32), np.uint8)  # (a null key's or value's row is left as is: hex_digests makes it null)
+        vd = np.empty((n, 32), np.uint8)
         K.sha256_many(src, pc_["key_pos"], pc_["key_len"], kd)
         K.sha256_many(src, pc_["value_pos"], pc_["value_len"], vd)
         t = {
