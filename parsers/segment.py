@@ -17,7 +17,6 @@ Work is chunked (``chunk_bytes``) so a 1 GB segment streams through bounded memo
 
 from __future__ import annotations
 
-import binascii
 import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -515,7 +514,8 @@ def hex_digests(digests: np.ndarray, valid: np.ndarray) -> pa.Array:
     """(n, 32) SHA-256 digests -> Arrow strings of 64 hex chars, null where not valid; no Python loop."""
     n = digests.shape[0]
     offsets = np.arange(0, (n + 1) * 64, 64, dtype=np.int32)
-    chars = binascii.hexlify(np.ascontiguousarray(digests).tobytes())
+    chars = np.empty(n * 32, np.uint16)  # (binascii.hexlify's bytes, at a fifth of its cost)
+    K.hex_rows(np.ascontiguousarray(digests), chars)
     arr = pa.Array.from_buffers(pa.string(), n, [None, pa.py_buffer(offsets), pa.py_buffer(chars)])
     if (~valid).any():
         arr = pa.compute.if_else(pa.array(valid), arr, pa.scalar(None, pa.string()))
@@ -546,8 +546,8 @@ def _records_table(pieces, positions, payloads, headers=False) -> pa.Table:
     for pc_ in pieces:
         src = pc_["buf"]
         n = len(pc_["batch_index"])
-        kd = np.zeros((n, 32), np.uint8)
-        vd = np.zeros((n, 32), np.uint8)
+        kd = np.empty((n, 32), np.uint8)  # (a null key's or value's row is left as is: hex_digests makes it null)
+        vd = np.empty((n, 32), np.uint8)
         K.sha256_many(src, pc_["key_pos"], pc_["key_len"], kd)
         K.sha256_many(src, pc_["value_pos"], pc_["value_len"], vd)
         t = {
