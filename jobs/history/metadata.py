@@ -36,7 +36,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from jobs.store.spark import gc_frozen
+from jobs.session.memory import gc_frozen
 
 PARTITION_TYPES = ("TOPIC_RECORD", "PARTITION_RECORD", "PARTITION_CHANGE_RECORD", "REMOVE_TOPIC_RECORD")
 CLEAR_ELR = "CLEAR_ELR_RECORD"  # names a topic, not a topic id: replayed in every topic's group

@@ -32,8 +32,10 @@ import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import types as T
 
+from jobs.session.connect import is_remote
+from jobs.session.memory import gc_frozen
+from jobs.session.parallel import executors_of, job_group, parallelism
 from jobs.store.io import table_path, write_empty
-from jobs.store.spark import executors_of, gc_frozen, is_remote, job_group, parallelism
 from jobs.store.tables import ALL_TABLES, BROKERS, schema_of
 from parsers.headers import STOP_LIMIT
 

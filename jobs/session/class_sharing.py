@@ -66,7 +66,7 @@ def _java() -> str | None:
     return shutil.which("java")
 
 
-def _pid_alive(pid: int) -> bool:
+def pid_alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
@@ -99,7 +99,7 @@ def java_options(our_conf_dir: Path, log4j_file: Path) -> tuple[str, Path | None
         final = empty.parent / archive_name(_java(), Path(pyspark.__file__).parent / "jars")
         for old in empty.parent.glob(f"{final.name}.tmp-*"):  # left by runs killed while writing
             with contextlib.suppress(ValueError, OSError):
-                if not _pid_alive(int(old.name.rsplit("-", 1)[1])):
+                if not pid_alive(int(old.name.rsplit("-", 1)[1])):
                     old.unlink()
     except OSError:
         return "", None, None
