@@ -418,8 +418,9 @@ def ingest(spark: SparkSession, inputs: list[Path], work_dir: Path, payloads: bo
     seconds["task_write"] = sum(r["write_seconds"] for r in counts)  # summed over tasks: Parquet writes
 
     t2 = time.monotonic()
+    from .shaping import problem_rows
     from .task_writer import remove_temporaries, write_task
-    from .tasks import problem_rows, run_task
+    from .tasks import run_task
 
     remove_temporaries(tables_dir)
     extra = []
