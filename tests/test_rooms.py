@@ -47,7 +47,7 @@ def test_jobs_store_imports_nothing_above_it():
 
 
 def test_the_spark_session_room_is_below_the_store():
-    """The session (its confs, Connect, signals, scratch, log noise) lived in jobs/store/spark.py,
+    """The session (its confs, Connect, signals, scratch, log noise) lived in one module of the store,
     whose catalog opens one; as a room of its own it sits below jobs/store and needs nothing of
     ours but the standard-library leaves."""
     allowed = ("jobs.session", "jobs.errors", "jobs.terminal")
