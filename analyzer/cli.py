@@ -109,7 +109,7 @@ def writing(out: Path) -> Iterator[None]:
     in the CLI's own process SIGTERM and SIGHUP get the same, with exit 143 and 129."""
     import signal
 
-    from jobs.store.spark import STOP_SIGNALS, Interrupted, interruptible
+    from jobs.session.signals import STOP_SIGNALS, Interrupted, interruptible
 
     before = _written_at(out)
     try:
@@ -226,8 +226,8 @@ def sql(
 
     Example: kafka-forensics sql /tmp/case1 "select broker, topic, partition, count(*) from records group by 1,2,3"
     """
+    from jobs.session.connect import is_remote_url
     from jobs.store import catalog
-    from jobs.store.spark import is_remote_url
 
     from . import sql as sql_mod
 
@@ -310,7 +310,7 @@ def _log_to_stderr(quiet: bool = False, verbose: bool = False) -> None:
     import os
 
     if verbose:
-        from jobs.store.spark import LOG_LEVEL_ENV
+        from jobs.session.log_noise import LOG_LEVEL_ENV
 
         os.environ.setdefault(LOG_LEVEL_ENV, "WARN")
     if quiet:

@@ -194,7 +194,9 @@ def run(out: Path, names: list[str] | None, *, seed: int = 0, master: str = "loc
             if not analyze:
                 continue
             if spark is None:  # one session for every scenario, not one JVM each
-                from jobs.store.spark import TINY_INPUT, get_session, input_bytes
+                from jobs.ingest.discover import input_bytes
+                from jobs.session.conf import TINY_INPUT
+                from jobs.session.start import get_session
 
                 # one session serves every scenario (up to 42 MB: benign-mix), so it is sized as a
                 # small collection (1 GiB heap), not by the first one, which may be tiny (512 MiB)

@@ -3,7 +3,7 @@ beeline, DBeaver or Superset query every table by name.
 
 Why Spark's own server rather than ours: its jars ship in pip's pyspark (HiveThriftServer2 and
 the Hive JDBC driver beeline uses), and it opens the same Derby metastore ``sql`` does, with the
-same confs (``jobs.store.spark.catalog_confs``). pip's pyspark has no ``start-thriftserver.sh``,
+same confs (``jobs.session.conf.catalog_confs``). pip's pyspark has no ``start-thriftserver.sh``,
 so the server is ``spark-submit --class HiveThriftServer2``, run in the foreground as a child.
 
 The server has no authentication: whoever reaches its port reads every table (record keys and
@@ -108,7 +108,7 @@ def beeline_line(host: str, port: int, query: str = "show tables") -> str:
 def server_command(catalog_dir: Path, host: str, port: int, master: str) -> list[str]:
     """``spark-submit`` running HiveThriftServer2 on ``host:port`` over the catalog in ``catalog_dir``:
     the confs ``sql`` opens it with (``catalog_confs``), quiet and UTC as ``get_session`` is."""
-    from jobs.store.spark import catalog_confs, driver_memory
+    from jobs.session.conf import catalog_confs, driver_memory
 
     confs = {
         **catalog_confs(catalog_dir),
@@ -173,7 +173,7 @@ def _die_with_parent() -> None:
 def _relay(pipe, tail: collections.deque) -> None:
     """The server's stderr: kept (its last lines explain a failed start) and copied to ours
     without Spark's start-up noise, as ``get_session`` does for the JVM it starts."""
-    from jobs.store.spark import startup_noise
+    from jobs.session.log_noise import startup_noise
 
     for raw in iter(pipe.readline, b""):
         line = raw.decode("utf-8", "replace")
@@ -209,13 +209,14 @@ def serve(out: Path, host: str = DEFAULT_HOST, port: int = DEFAULT_PORT, master:
     is called once the port accepts connections. A ``host`` beyond loopback needs
     ``allow_unauthenticated`` (``check_host``)."""
     check_host(host, allow_unauthenticated)
+    from jobs.session.log_noise import quiet_java_logs
+    from jobs.session.scratch import scratch_dir
     from jobs.store import catalog
-    from jobs.store.spark import _quiet_java_logs, scratch_dir
 
     out = Path(out).absolute()
     check_port(host, port)
     check_dir(out)
-    _quiet_java_logs()  # (SPARK_CONF_DIR: log4j lets only errors through, as for sql)
+    quiet_java_logs()  # (SPARK_CONF_DIR: log4j lets only errors through, as for sql)
     scratch = scratch_dir()
     env = dict(os.environ, SPARK_LOCAL_DIRS=str(scratch))
     proc = subprocess.Popen(server_command(catalog.catalog_dir(out), host, port, master), cwd=scratch, env=env,

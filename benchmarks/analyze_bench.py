@@ -37,7 +37,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from ingest_bench import _tree_rss  # noqa: E402
 
-BARE = ("from jobs.store.spark import get_session; s = get_session('local[*]', input_bytes=1); "
+BARE = ("from jobs.session.start import get_session; s = get_session('local[*]', input_bytes=1); "
         "s.range(1).count(); s.stop()")
 
 
@@ -64,7 +64,8 @@ WARM = """
 import sys, time
 from pathlib import Path
 from analyzer.analyze import run_analyze
-from jobs.store.spark import get_session, input_bytes
+from jobs.ingest.discover import input_bytes
+from jobs.session.start import get_session
 inputs, out, n = [Path(p) for p in sys.argv[3:]], Path(sys.argv[1]), int(sys.argv[2])
 t0 = time.monotonic()
 spark = get_session("local[*]", input_bytes=input_bytes(inputs))

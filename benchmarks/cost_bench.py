@@ -245,7 +245,7 @@ def report(inputs: list[Path], r: dict, load0: float) -> None:
     run = r["run"]
     size = run["input"]["bytes"]
     gb = size / 1e9
-    from jobs.store.spark import sized_confs
+    from jobs.session.conf import sized_confs
 
     heap = sized_confs(size, os.cpu_count() or 1)["spark.driver.memory"]  # (KF_DRIVER_MEMORY wins there)
     print(f"input: {', '.join(map(str, inputs))}")

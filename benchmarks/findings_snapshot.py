@@ -49,7 +49,7 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     sys.path.insert(0, str(REPO))
     from analyzer.analyze import build
-    from jobs.store.spark import get_session
+    from jobs.session.start import get_session
 
     args.snap.mkdir(parents=True, exist_ok=True)
     args.data.mkdir(parents=True, exist_ok=True)

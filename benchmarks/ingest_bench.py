@@ -49,7 +49,7 @@ def child(master: str, src: Path, out: Path, span_bytes: int | None = None) -> N
     """One ingest in this process; prints a JSON line of timings."""
     sys.path.insert(0, str(REPO))
     from jobs.ingest.pipeline import ingest
-    from jobs.store.spark import get_session
+    from jobs.session.start import get_session
 
     t0 = time.monotonic()
     spark = get_session(master)

@@ -81,7 +81,10 @@ def child_steady(warm: Path, big: Path, out: Path) -> None:
     """In a child process on the checkout first on sys.path: Spark local[1], a warm-up ingest,
     then the timed one; prints a JSON line."""
     from jobs.ingest.pipeline import ingest
-    from jobs.store.spark import get_session
+    try:
+        from jobs.session.start import get_session
+    except ImportError:  # (a checkout from before the session room: --before)
+        from jobs.store.spark import get_session
 
     spark = get_session("local[1]")
     spark.range(1).count()

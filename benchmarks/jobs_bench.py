@@ -79,8 +79,9 @@ def main() -> None:
         ap.error("--conf takes KEY=VALUE")
 
     from jobs.findings import run as forensics
+    from jobs.ingest.discover import input_bytes
     from jobs.ingest.run import staged_run
-    from jobs.store.spark import get_session, input_bytes
+    from jobs.session.start import get_session
 
     size = input_bytes(args.inputs)
     t0 = time.monotonic()

@@ -206,7 +206,7 @@ def main() -> None:
     tmp = Path(tempfile.mkdtemp(prefix="kf-memory-bench-"))
     try:
         if args.fixture:
-            from jobs.store.spark import input_bytes
+            from jobs.ingest.discover import input_bytes
 
             size = input_bytes(args.fixture)
             print(f"input: {', '.join(map(str, args.fixture))} ({size / 1e6:.1f} MB); driver memory: "

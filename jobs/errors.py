@@ -15,3 +15,14 @@ from __future__ import annotations
 
 class InputError(Exception):
     """Bad usage or unusable input: the message is the one line the user reads (exit 2)."""
+
+
+def error_text(exc: BaseException) -> str | None:
+    """What ``exc`` says (a py4j error asks its JVM for the text; a dead JVM cannot answer: None).
+    Interrupts and exits are not errors to read."""
+    if not isinstance(exc, Exception):
+        return None
+    try:
+        return str(exc)
+    except Exception:
+        return None

@@ -107,10 +107,11 @@ before the damage and adds one ``truncated_gzip`` / ``corrupt_gzip`` problem.
 
 from __future__ import annotations
 
+import itertools
 import os
 import re
 import zlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 
 import pyarrow as pa
@@ -471,163 +472,140 @@ def _some(s: str | None) -> str | None:
     return s
 
 
+def _tp(m: re.Match, group: int = 1) -> dict:
+    """``topic``/``partition`` of the ``ue-0`` or ``[ue,0]`` in ``m``'s group."""
+    t, p = _split_tp(m[group])
+    return {"topic": t, "partition": p}
+
+
+def _truncation_stated(m: re.Match, msg: str) -> dict:
+    ev = {"event": "truncation", **_tp(m), "offset": int(m[2])}
+    if m[3] is not None:
+        ev["hw"] = int(m[3])
+    elif m[4] is not None and (e := _EPOCH_END_RE.search(m[4])):
+        ev["leader_epoch"] = int(e[1])
+    return ev
+
+
+def _epoch_start(m: re.Match, msg: str) -> dict:
+    follower = m[1] == "Follower"
+    ev = {
+        "event": "become_follower" if follower else "become_leader",
+        **_tp(m, 2),
+        "topic_id": _some(m[3]),
+        "leader_epoch": int(m[4]),
+        "offset": int(m[5]),
+        "hw": _int(_first(_HW_STATED_RE.search(msg))),
+        "isr": _ints(_first(_ISR_STATED_RE.search(msg))),
+    }
+    ev["leader"] = _int(_first(_CUR_LEADER_RE.search(msg))) if follower else "node"
+    return ev
+
+
+def _skipped_state_change(m: re.Match, msg: str) -> dict:
+    tpm = _TP_FOR_RE.search(msg)
+    t, p = _split_tp(tpm[1] if tpm else None)
+    if p is None and (pi := _PIDX_RE.search(msg)):
+        p = int(pi[1])
+    tid = re.search(r"with topic id (\S+)", msg)
+    hw = _int(_first(re.search(r"Current high watermark (-?\d+)", msg)))
+    ev = {
+        "event": f"become_{m[1]}",
+        "topic": t,
+        "partition": p,
+        "topic_id": _some(tid[1]) if tid else None,
+        "hw": hw,
+        "offset": hw,
+    }
+    ev.update(_kv(msg))
+    return ev
+
+
+def _isr_move(m: re.Match, msg: str) -> dict:
+    return {"event": "isr_change", **_tp(m, 2), "isr": _ints(m[4]), "hw": _int(_first(_HW_STATED_RE.search(msg)))}
+
+
+def _partition_change(m: re.Match, msg: str) -> dict:
+    return {"event": "leader_change" if "leader:" in m[3] else "isr_change", **_tp(m), "topic_id": m[2], **_kv(m[3])}
+
+
+def _zk_partition_change(m: re.Match, msg: str) -> dict:
+    kv = _kv(m[3])
+    # only an offline partition's election marks RECOVERING (Election.leaderForOffline, 3.2+): the unclean one
+    unclean = m[2] == "OfflinePartition" and kv.get("leader_recovery_state") == 1
+    return {"event": "unclean_election" if unclean else "leader_change", **_tp(m), **kv}
+
+
+# (needle, pattern, builder): the first rule whose needle is in the message and whose pattern matches
+# it says the event; the builder makes the event's fields from the match (and the whole message,
+# for fields a line states anywhere). The needle is a plain substring every line the pattern
+# matches holds, so most lines are turned down without running a regular expression. Order matters
+# where two patterns match one line (``trunc_log`` is the catch-all of the truncations,
+# ``change_kraft`` of the partition changes).
+Rule = tuple[str, re.Pattern, Callable[[re.Match, str], dict]]
+_RULES: tuple[Rule, ...] = (
+    ("Truncat", _P["trunc_state"], _truncation_stated),
+    ("Truncat", _P["trunc_local_hw"], lambda m, msg: {"event": "truncation", **_tp(m), "offset": int(m[2]), "hw": int(m[2])}),
+    ("Truncat", _P["trunc_below_hw"], lambda m, msg: {"event": "truncation", **_tp(m), "offset": int(m[2]), "hw": int(m[3])}),
+    ("Truncat", _P["trunc_fully"], lambda m, msg: {"event": "truncation", **_tp(m), "offset": int(m[3])}),
+    ("Truncat", _P["trunc_noop"], lambda m, msg: {"event": "truncation_noop", **_tp(m), "offset": int(m[2])}),
+    ("Truncat", _P["trunc_log"], lambda m, msg: {"event": "truncation", **_tp(m), "offset": int(m[2])}),
+    ("reset its fetch offset", _P["reset_fetch"],
+     lambda m, msg: {"event": "truncation", **_tp(m, 2), "offset": int(m[5]), "leader": int(m[4]), "node": int(m[1])}),
+    ("Recover", _P["recover_segment"],
+     lambda m, msg: {"event": "log_recovery", **dict(zip(("topic", "partition"), _split_tp(m[2] or m[3]))), "offset": int(m[1])}),
+    ("Recover", _P["recover_swap"], lambda m, msg: {"event": "log_recovery"}),
+    ("ecover", _P["recover_logs"], lambda m, msg: {"event": "log_recovery"}),  # ("Recovering …" or "… recovery for all …")
+    ("loaded for partition", _P["loaded_hw"], lambda m, msg: {"event": "log_loaded", **_tp(m), "offset": int(m[2]), "hw": int(m[2])}),
+    ("Completed load of", _P["completed_load_new"],
+     lambda m, msg: {"event": "log_loaded", "topic_id": _some(m[1]), "topic": m[2], "partition": int(m[3]), "offset": int(m[4])}),
+    ("Completed load of", _P["completed_load_old"], lambda m, msg: {"event": "log_loaded", **_tp(m), "offset": int(m[2])}),
+    ("UNCLEAN partition change", _P["unclean_change"],
+     lambda m, msg: {"event": "unclean_election", **_tp(m), "topic_id": m[2], **_kv(m[3])}),
+    ("unclean election", _P["unclean_set"],
+     lambda m, msg: {"event": "unclean_election", "topic_id": m[1], "partition": int(m[2]), "leader": int(m[3])}),
+    ("No broker in ISR is alive", _P["unclean_zk"], lambda m, msg: {"event": "unclean_election", **_tp(m), "leader": int(m[2])}),
+    ("Triggering unclean", _P["unclean_trigger"], lambda m, msg: {"event": "unclean_election", **_tp(m)}),
+    ("RECOVERING", _P["recovering"],
+     lambda m, msg: {"event": "leader_recovery", **_tp(m), "leader": "node", "leader_recovery_state": 1}),
+    ("starts at", _P["starts_at"], _epoch_start),
+    ("Skipped the become", _P["skipped"], _skipped_state_change),
+    ("High watermark", _P["hw_updated"], lambda m, msg: {"event": "high_watermark", "offset": int(m[2]), "hw": int(m[2])}),
+    ("High watermark", _P["hw_raft"],
+     lambda m, msg: {"event": "high_watermark", "topic": "__cluster_metadata", "partition": 0, "offset": int(m[1]), "hw": int(m[1])}),
+    ("ISR", _P["isr_move"], _isr_move),
+    ("ISR", _P["isr_updated"], lambda m, msg: {"event": "isr_change", "isr": _ints(m[1])}),
+    ("ISR", _P["isr_zk_old"], lambda m, msg: {"event": "isr_change", **_tp(m), **_kv(m[2])}),
+    ("Replayed PartitionRecord for new", _P["partition_record"],
+     lambda m, msg: {"event": "leader_change", **_tp(m), "topic_id": m[2], **_kv(m[3])}),
+    ("partition change for", _P["change_kraft"], _partition_change),
+    ("Changed partition", _P["change_zk"], _zk_partition_change),
+    ("using ELR", _P["elr_set"], lambda m, msg: {"event": "leader_change", "topic_id": m[1], "partition": int(m[2]), "leader": int(m[3])}),
+    ("Server", _P["startup"], lambda m, msg: {"event": "startup"}),
+    ("shut", _P["shutdown"], lambda m, msg: {"event": "shutdown"}),
+    ("controlled shutdown", _P["cs_self"], lambda m, msg: {"event": "controlled_shutdown", "broker": "node"}),
+    ("down", _P["cs_ctrl"], lambda m, msg: {"event": "controlled_shutdown", "broker": int(_first(m))}),
+    ("enc", _P["fencing"], lambda m, msg: {"event": "fenced", "broker": int(m[1])}),
+    ("enc", _P["unfence_ctrl"], lambda m, msg: {"event": "unfenced", "broker": int(m[1])}),
+    ("enc", _P["unfenced_self"], lambda m, msg: {"event": "unfenced", "broker": "node"}),
+    ("Deleting segment", _P["seg_deleted"], lambda m, msg: {"event": "segment_deleted", "offset": _int(m[1] or m[2])}),
+    ("log start offset to", _P["log_start"], lambda m, msg: {"event": "log_start_moved", "offset": int(m[1])}),
+)
+
+
+# the rules in order, those that follow each other with one needle under it: a needle is looked
+# for once (each look scans the message)
+_BY_NEEDLE = tuple((needle, tuple((pattern, build) for _, pattern, build in rules))
+                   for needle, rules in itertools.groupby(_RULES, key=lambda rule: rule[0]))
+
+
 def _classify(msg: str) -> dict | None:
-    """The event a log message states, with its fields; None when the line is not interesting."""
-    P = _P
-    if "Truncat" in msg:
-        if m := P["trunc_state"].search(msg):
-            t, p = _split_tp(m[1])
-            ev = {"event": "truncation", "topic": t, "partition": p, "offset": int(m[2])}
-            if m[3] is not None:
-                ev["hw"] = int(m[3])
-            elif m[4] is not None and (e := _EPOCH_END_RE.search(m[4])):
-                ev["leader_epoch"] = int(e[1])
-            return ev
-        if m := P["trunc_local_hw"].search(msg):
-            t, p = _split_tp(m[1])
-            return {"event": "truncation", "topic": t, "partition": p, "offset": int(m[2]), "hw": int(m[2])}
-        if m := P["trunc_below_hw"].search(msg):
-            t, p = _split_tp(m[1])
-            return {"event": "truncation", "topic": t, "partition": p, "offset": int(m[2]), "hw": int(m[3])}
-        if m := P["trunc_fully"].search(msg):
-            t, p = _split_tp(m[1])
-            return {"event": "truncation", "topic": t, "partition": p, "offset": int(m[3])}
-        if m := P["trunc_noop"].search(msg):
-            t, p = _split_tp(m[1])
-            return {"event": "truncation_noop", "topic": t, "partition": p, "offset": int(m[2])}
-        if m := P["trunc_log"].search(msg):
-            t, p = _split_tp(m[1])
-            return {"event": "truncation", "topic": t, "partition": p, "offset": int(m[2])}
-    if "reset its fetch offset" in msg and (m := P["reset_fetch"].search(msg)):
-        t, p = _split_tp(m[2])
-        return {"event": "truncation", "topic": t, "partition": p, "offset": int(m[5]), "leader": int(m[4]), "node": int(m[1])}
-    if "Recover" in msg or "recovery for all" in msg:
-        if m := P["recover_segment"].search(msg):
-            t, p = _split_tp(m[2] or m[3])
-            return {"event": "log_recovery", "topic": t, "partition": p, "offset": int(m[1])}
-        if P["recover_logs"].search(msg) or P["recover_swap"].search(msg):
-            return {"event": "log_recovery"}
-    if "loaded for partition" in msg and (m := P["loaded_hw"].search(msg)):
-        t, p = _split_tp(m[1])
-        return {"event": "log_loaded", "topic": t, "partition": p, "offset": int(m[2]), "hw": int(m[2])}
-    if "Completed load of" in msg:
-        if m := P["completed_load_new"].search(msg):
-            return {"event": "log_loaded", "topic_id": _some(m[1]), "topic": m[2], "partition": int(m[3]), "offset": int(m[4])}
-        if m := P["completed_load_old"].search(msg):
-            t, p = _split_tp(m[1])
-            return {"event": "log_loaded", "topic": t, "partition": p, "offset": int(m[2])}
-    if "UNCLEAN partition change" in msg and (m := P["unclean_change"].search(msg)):
-        t, p = _split_tp(m[1])
-        return {"event": "unclean_election", "topic": t, "partition": p, "topic_id": m[2], **_kv(m[3])}
-    if "unclean election" in msg and (m := P["unclean_set"].search(msg)):
-        return {"event": "unclean_election", "topic_id": m[1], "partition": int(m[2]), "leader": int(m[3])}
-    if "No broker in ISR is alive" in msg and (m := P["unclean_zk"].search(msg)):
-        t, p = _split_tp(m[1])
-        return {"event": "unclean_election", "topic": t, "partition": p, "leader": int(m[2])}
-    if "Triggering unclean" in msg and (m := P["unclean_trigger"].search(msg)):
-        t, p = _split_tp(m[1])
-        return {"event": "unclean_election", "topic": t, "partition": p}
-    if "RECOVERING" in msg and (m := P["recovering"].search(msg)):
-        t, p = _split_tp(m[1])
-        return {"event": "leader_recovery", "topic": t, "partition": p, "leader": "node", "leader_recovery_state": 1}
-    if "starts at" in msg and (m := P["starts_at"].search(msg)):
-        t, p = _split_tp(m[2])
-        follower = m[1] == "Follower"
-        ev = {
-            "event": "become_follower" if follower else "become_leader",
-            "topic": t,
-            "partition": p,
-            "topic_id": _some(m[3]),
-            "leader_epoch": int(m[4]),
-            "offset": int(m[5]),
-            "hw": _int(_first(_HW_STATED_RE.search(msg))),
-            "isr": _ints(_first(_ISR_STATED_RE.search(msg))),
-        }
-        ev["leader"] = _int(_first(_CUR_LEADER_RE.search(msg))) if follower else "node"
-        return ev
-    if "Skipped the become" in msg and (m := P["skipped"].search(msg)):
-        tpm = _TP_FOR_RE.search(msg)
-        t, p = _split_tp(tpm[1] if tpm else None)
-        if p is None and (pi := _PIDX_RE.search(msg)):
-            p = int(pi[1])
-        tid = re.search(r"with topic id (\S+)", msg)
-        hw = _int(_first(re.search(r"Current high watermark (-?\d+)", msg)))
-        ev = {
-            "event": f"become_{m[1]}",
-            "topic": t,
-            "partition": p,
-            "topic_id": _some(tid[1]) if tid else None,
-            "hw": hw,
-            "offset": hw,
-        }
-        ev.update(_kv(msg))
-        return ev
-    if "High watermark" in msg:
-        if m := P["hw_updated"].search(msg):
-            return {"event": "high_watermark", "offset": int(m[2]), "hw": int(m[2])}
-        if m := P["hw_raft"].search(msg):
-            return {
-                "event": "high_watermark",
-                "topic": "__cluster_metadata",
-                "partition": 0,
-                "offset": int(m[1]),
-                "hw": int(m[1]),
-            }
-    if "ISR" in msg:
-        if m := P["isr_move"].search(msg):
-            t, p = _split_tp(m[2])
-            return {
-                "event": "isr_change",
-                "topic": t,
-                "partition": p,
-                "isr": _ints(m[4]),
-                "hw": _int(_first(_HW_STATED_RE.search(msg))),
-            }
-        if m := P["isr_updated"].search(msg):
-            return {"event": "isr_change", "isr": _ints(m[1])}
-        if m := P["isr_zk_old"].search(msg):
-            t, p = _split_tp(m[1])
-            return {"event": "isr_change", "topic": t, "partition": p, **_kv(m[2])}
-    if "Replayed PartitionRecord for new" in msg and (m := P["partition_record"].search(msg)):
-        t, p = _split_tp(m[1])
-        return {"event": "leader_change", "topic": t, "partition": p, "topic_id": m[2], **_kv(m[3])}
-    if "partition change for" in msg and (m := P["change_kraft"].search(msg)):
-        t, p = _split_tp(m[1])
-        kv = _kv(m[3])
-        return {
-            "event": "leader_change" if "leader:" in m[3] else "isr_change",
-            "topic": t,
-            "partition": p,
-            "topic_id": m[2],
-            **kv,
-        }
-    if "Changed partition" in msg and (m := P["change_zk"].search(msg)):
-        t, p = _split_tp(m[1])
-        kv = _kv(m[3])
-        # only an offline partition's election marks RECOVERING (Election.leaderForOffline, 3.2+): the unclean one
-        unclean = m[2] == "OfflinePartition" and kv.get("leader_recovery_state") == 1
-        return {"event": "unclean_election" if unclean else "leader_change", "topic": t, "partition": p, **kv}
-    if "using ELR" in msg and (m := P["elr_set"].search(msg)):
-        return {"event": "leader_change", "topic_id": m[1], "partition": int(m[2]), "leader": int(m[3])}
-    if m := P["startup"].search(msg):
-        return {"event": "startup"}
-    if m := P["shutdown"].search(msg):
-        return {"event": "shutdown"}
-    if m := P["cs_self"].search(msg):
-        return {"event": "controlled_shutdown", "broker": "node"}
-    if m := P["cs_ctrl"].search(msg):
-        return {"event": "controlled_shutdown", "broker": int(_first(m))}
-    if "enc" in msg:
-        if m := P["fencing"].search(msg):
-            return {"event": "fenced", "broker": int(m[1])}
-        if m := P["unfence_ctrl"].search(msg):
-            return {"event": "unfenced", "broker": int(m[1])}
-        if P["unfenced_self"].search(msg):
-            return {"event": "unfenced", "broker": "node"}
-    if "Deleting segment" in msg and (m := P["seg_deleted"].search(msg)):
-        return {"event": "segment_deleted", "offset": _int(m[1] or m[2])}
-    if "log start offset to" in msg and (m := P["log_start"].search(msg)):
-        return {"event": "log_start_moved", "offset": int(m[1])}
+    """The event a log message states, with its fields (``_RULES``); None when the line is not interesting."""
+    for needle, rules in _BY_NEEDLE:
+        if needle in msg:
+            for pattern, build in rules:
+                if m := pattern.search(msg):
+                    return build(m, msg)
     return None
 
 

@@ -121,7 +121,8 @@ def spark():
     small collection (what the tests feed it: no whole-stage codegen, quick JIT, 2 shuffle partitions;
     the 1 GiB heap of a small collection, not a tiny one's 512 MiB: it runs every test's dataset),
     no catalog (catalog tests run the CLI in subprocesses, see jobs/store/catalog.py)."""
-    from jobs.store.spark import TINY_INPUT, get_session
+    from jobs.session.conf import TINY_INPUT
+    from jobs.session.start import get_session
 
     session = get_session("local[2]", shuffle_partitions=2, app="kafka-forensics-tests", input_bytes=TINY_INPUT)
     yield session

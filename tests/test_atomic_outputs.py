@@ -307,9 +307,9 @@ def test_stop_signals_are_taken_by_the_clis_own_process_only(tmp_path, monkeypat
     from typer import Exit
 
     from analyzer import cli
-    from jobs.store import spark
+    from jobs.session import signals
 
-    monkeypatch.setattr(spark, "stop_jvm", lambda: None)  # (no JVM here; this process's children are not the run's)
+    monkeypatch.setattr(signals, "stop_jvm", lambda: None)  # (no JVM here; this process's children are not the run's)
     got: list[int] = []
     saved = {s: signal.signal(s, h) for s, h in ((signal.SIGTERM, lambda n, f: got.append(n)), (signal.SIGHUP, signal.SIG_IGN))}
     owner = signal.getsignal(signal.SIGTERM)

@@ -1,4 +1,4 @@
-"""The Spark JVM's class-data-sharing archive (jobs/store/class_sharing.py): written once at the
+"""The Spark JVM's class-data-sharing archive (jobs/session/class_sharing.py): written once at the
 first run's exit into the cache, mapped by the next JVM, never on stdout, off where it cannot work."""
 
 from __future__ import annotations
@@ -11,14 +11,14 @@ from pathlib import Path
 
 from conftest import REPO
 
-from jobs.store import class_sharing
-from jobs.store.spark import SPARK_CONF
+from jobs.session import class_sharing
+from jobs.session.log_noise import SPARK_CONF
 
 # a Spark start and one query, then what the JVM has mapped: is our archive among its mappings?
 PROBE = """
 import json, sys
 from pyspark import SparkContext
-from jobs.store.spark import get_session
+from jobs.session.start import get_session
 spark = get_session("local[1]", input_bytes=1000)
 n = spark.range(5).count()
 maps = open(f"/proc/{SparkContext._gateway.proc.pid}/maps").read()

@@ -14,7 +14,7 @@ import sys
 
 from conftest import REPO
 
-from jobs.store import spark as spark_mod
+from jobs.session import conf, start
 
 SCALE = REPO / "docs" / "scale.md"
 
@@ -22,7 +22,7 @@ SCALE = REPO / "docs" / "scale.md"
 def keys_we_set(tmp_path) -> set[str]:
     """Every conf key ``get_session`` gives the session: its literal ``settings``, the sized confs
     (at a terabyte and at a kilobyte) and the catalog's."""
-    tree = ast.parse(inspect.getsource(spark_mod.get_session))
+    tree = ast.parse(inspect.getsource(start.get_session))
     keys: set[str] = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.Dict):
@@ -30,12 +30,12 @@ def keys_we_set(tmp_path) -> set[str]:
                 if isinstance(k, ast.Constant) and isinstance(k.value, str):
                     keys.add(k.value)
                 elif isinstance(k, ast.Name):
-                    keys.add(getattr(spark_mod, k.id))
+                    keys.add(getattr(start, k.id))
         elif isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Store) and isinstance(node.slice, ast.Constant):
             keys.add(node.slice.value)
     for size in (10**12, 1000, None):
-        keys |= set(spark_mod.sized_confs(size, 8))
-    return keys | set(spark_mod.catalog_confs(tmp_path))
+        keys |= set(conf.sized_confs(size, 8))
+    return keys | set(conf.catalog_confs(tmp_path))
 
 
 def knob_rows() -> dict[str, str]:

@@ -138,7 +138,7 @@ def test_a_heap_too_small_is_one_line_and_leaves_no_dir(tmp_path):
     out = tmp_path / "out"
     conf = tmp_path / "spark-conf"
     conf.mkdir()
-    shutil.copy(ROOT / "jobs" / "store" / "spark_conf" / "log4j2.properties", conf)
+    shutil.copy(ROOT / "jobs" / "session" / "spark_conf" / "log4j2.properties", conf)
     (conf / "spark-defaults.conf").write_text("spark.sql.autoBroadcastJoinThreshold 2g\n")
     env = {**os.environ, "PYTHONPATH": str(ROOT), "KF_DRIVER_MEMORY": "512m", "SPARK_CONF_DIR": str(conf)}
     run = subprocess.run([*CLI, "analyze", *map(str, g.brokers), "--out", str(out), "--format", "json"], cwd=tmp_path,

@@ -17,8 +17,8 @@ from conftest import REPO
 
 PACKAGES = ("parsers", "jobs", "analyzer", "sample_data")
 
-# layer of a module, by its longest matching prefix (jobs/session: being split out of
-# jobs/store/spark.py, the same layer; fine if it does not exist yet)
+# layer of a module, by its longest matching prefix (jobs/session, split out of jobs/store/spark.py,
+# is the store's layer: the store's catalog opens a session)
 LAYERS = {
     "parsers": 0,
     "jobs": 1,  # jobs/__init__ and the standard-library leaves beside it (errors, terminal, processes)

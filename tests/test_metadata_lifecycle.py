@@ -26,7 +26,7 @@ from test_metadata_records import compare, parse_dump
 
 from analyzer.analyze import build
 from jobs.history.metadata import METADATA_EVENTS, metadata_events
-from jobs.ingest.tasks import conform
+from jobs.ingest.shaping import conform
 from parsers import segment
 from parsers.metadata_records import decode_records
 from sample_data.writer import metadata_records as mr

@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from jobs.findings.case import Case, once_property
-from jobs.store.spark import Interrupted, side_by_side
+from jobs.session.parallel import side_by_side
+from jobs.session.signals import Interrupted
 
 
 def test_ctrl_c_does_not_wait_for_what_runs_beside():

@@ -50,7 +50,7 @@ def connect_server(tmp_path_factory):
     work = tmp_path_factory.mktemp("connect")
     port = _free_port()
     env = {**ENV, "PYSPARK_PYTHON": sys.executable, "SPARK_LOG_DIR": str(work / "log"), "SPARK_PID_DIR": str(work / "pid"),
-           "SPARK_CONF_DIR": str(REPO / "jobs" / "store" / "spark_conf")}  # (its log4j config: errors only)
+           "SPARK_CONF_DIR": str(REPO / "jobs" / "session" / "spark_conf")}  # (its log4j config: errors only)
     cmd = [str(home / "sbin" / "start-connect-server.sh"), "--wait", "--master", "local[2]",
            "--conf", f"spark.connect.grpc.binding.port={port}", "--conf", "spark.connect.grpc.binding.address=127.0.0.1",
            "--conf", "spark.ui.enabled=false", "--conf", f"spark.local.dir={work}",

@@ -1,11 +1,12 @@
-"""Spark sized to the work (jobs.store.spark.sized_confs): a kilobyte collection must not start the
+"""Spark sized to the work (jobs.session.conf.sized_confs): a kilobyte collection must not start the
 JVM and plan its queries as for a terabyte one, and the heap follows the input."""
 
 from __future__ import annotations
 
 import time
 
-from jobs.store.spark import SMALL_INPUT, TINY_INPUT, input_bytes, sized_confs
+from jobs.ingest.discover import input_bytes
+from jobs.session.conf import SMALL_INPUT, TINY_INPUT, sized_confs
 
 
 def test_small_input_runs_light(monkeypatch):

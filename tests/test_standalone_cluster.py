@@ -45,7 +45,7 @@ def _env(tmp: Path, aws: dict) -> dict:
     conf dir whose spark-defaults.conf makes the first job wait for both executors."""
     conf = tmp / "conf"
     conf.mkdir()
-    shutil.copy(Path(__file__).resolve().parents[1] / "jobs" / "store" / "spark_conf" / "log4j2.properties", conf)
+    shutil.copy(Path(__file__).resolve().parents[1] / "jobs" / "session" / "spark_conf" / "log4j2.properties", conf)
     (conf / "spark-defaults.conf").write_text("spark.scheduler.minRegisteredResourcesRatio 1.0\n"
                                               "spark.scheduler.maxRegisteredResourcesWaitingTime 120s\n")
     env = dict(os.environ) | aws

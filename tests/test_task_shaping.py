@@ -1,4 +1,4 @@
-"""A task shapes its pieces of one table together (``tasks.conform_all``): the rows must be those
+"""A task shapes its pieces of one table together (``shaping.conform_all``): the rows must be those
 of shaping each file's pieces alone (``tasks.parse_file``), in the same order, each row with its
 own file's columns. No Spark: this is what a parse task does on an executor."""
 
@@ -11,7 +11,8 @@ from conftest import SHARED
 from jobs.ingest.discover import discover_inputs
 from jobs.ingest.focus import Focus
 from jobs.ingest.pipeline import plan_tasks
-from jobs.ingest.tasks import Piece, conform, conform_all, file_pieces, parse_file, records_raw, run_task, shaped
+from jobs.ingest.shaping import Piece, conform, conform_all, shaped
+from jobs.ingest.tasks import file_pieces, parse_file, records_raw, run_task
 
 FIXTURES = SHARED / "fixtures"
 INPUTS = {

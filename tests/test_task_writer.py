@@ -11,8 +11,8 @@ import pyarrow.parquet as pq
 import pytest
 from pyspark.sql.pandas.types import from_arrow_schema
 
+from jobs.ingest.shaping import conform
 from jobs.ingest.task_writer import TEMP_SUFFIX, partition_folder, remove_temporaries, write_task
-from jobs.ingest.tasks import conform
 from jobs.store.tables import PARTITION_BY, schema_of
 
 # topics a hostile or odd input may give a partition folder: Spark must read every one back

@@ -1,4 +1,4 @@
-"""``jobs.store.spark.gc_frozen``: a Spark task's Python function starts with its worker's objects
+"""``jobs.session.memory.gc_frozen``: a Spark task's Python function starts with its worker's objects
 frozen out of garbage collection, so the full ``gc.collect()`` pyspark runs after every task in a
 reused worker looks at that task's objects only, not at the ~160,000 of numba, pyarrow and pandas."""
 
@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from jobs.history import metadata
 from jobs.ingest import pipeline
-from jobs.store.spark import gc_frozen
+from jobs.session.memory import gc_frozen
 
 SCHEMA = "collectable long, frozen long"
 

@@ -38,8 +38,8 @@ from jobs.replicas.ledger import read_ledger
 from jobs.replicas.metadata_log import MetadataLogComparison, read_comparison
 from jobs.replicas.replica_logs import live_segment_batches
 from jobs.replicas.survivors import Survivor, survivors, survivors_frame
+from jobs.session.parallel import side_by_side
 from jobs.store.io import collected, local_frame, read_table, write_table
-from jobs.store.spark import side_by_side
 
 INPUT_TABLES = ["brokers", "files", "batches", "batch_runs", "records", "checkpoints", "leader_epochs", "partition_metadata",
                 "clean_shutdown", "problems", "index_files", "index_entries", "producer_states", "metadata_records", "consumer_offsets",

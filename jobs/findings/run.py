@@ -15,8 +15,8 @@ from pyspark.sql.pandas.types import from_arrow_schema
 
 from jobs.ingest.focus import Focus
 from jobs.replicas import restart_preview
+from jobs.session.parallel import side_by_side
 from jobs.store.io import local_frame, write_table
-from jobs.store.spark import side_by_side
 from jobs.store.tables import FINDINGS_SCHEMA
 
 from .case import Case

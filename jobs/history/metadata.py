@@ -29,6 +29,7 @@ is distributed like every other job; the metadata log is small next to the data 
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import pandas as pd
@@ -36,7 +37,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import from_arrow_schema
 
-from jobs.store.spark import gc_frozen
+from jobs.session.memory import gc_frozen
 from jobs.store.tables import BROKER_EVENTS_SCHEMA, METADATA_EVENTS_SCHEMA
 
 PARTITION_TYPES = ("TOPIC_RECORD", "PARTITION_RECORD", "PARTITION_CHANGE_RECORD", "REMOVE_TOPIC_RECORD")
@@ -75,11 +76,21 @@ _STATE = ("leader", "leader_epoch", "partition_epoch", "isr", "elr", "last_known
 _UNKNOWN = dict.fromkeys(_STATE)
 
 
+@dataclasses.dataclass
+class _TopicImage:
+    """What the replay knows of one topic id so far, as Kafka's ``TopicImage``: its name and each
+    partition's state (``_STATE`` keys)."""
+
+    name: str | None = None
+    partitions: dict[int, dict] = dataclasses.field(default_factory=dict)
+
+
 def _replay(pdf: pd.DataFrame) -> pd.DataFrame:
-    """One topic id's records in metadata order → its partitions' events (see module doc)."""
+    """One topic id's records in metadata order → its partitions' events (see module doc); each
+    record is replayed by the function of its type (``_REPLAY``), as ``MetadataDelta.replay``
+    dispatches on ``MetadataRecordType``."""
     pdf = pdf.sort_values(["meta_offset", "source", "seq"], kind="stable")
-    name = None
-    state: dict[int, dict] = {}
+    topic = _TopicImage()
     rows = []
     for r in pdf.itertuples(index=False):
         data = json.loads(r.data_json) if r.data_json else {}
@@ -87,43 +98,62 @@ def _replay(pdf: pd.DataFrame) -> pd.DataFrame:
                 "time": pd.Timestamp(int(r.timestamp_ms), unit="ms") if r.timestamp_ms is not None and r.timestamp_ms >= 0 else None,
                 "source": r.source, "nodes": _ints(r.nodes), "path": r.path,
                 "batch_position": None if pd.isna(r.batch_position) else int(r.batch_position)}
-        if r.record_type == "TOPIC_RECORD":
-            name = data.get("name", name)
-            continue
-        if r.record_type == "REMOVE_TOPIC_RECORD":
-            for p, s in sorted(state.items()):
-                rows.append(_event(base, p, s, "topic_removed", f"topic {name} removed"))
-            state.clear()
-            continue
-        if r.record_type == CLEAR_ELR:
-            if data.get("topicName") in ("", name):  # (replicated into every topic's group: see metadata_events)
-                rows += _clear_elr(base, state)
-            continue
-        p = data.get("partitionId")
-        if p is None:
-            continue
-        prev = state.get(p)
-        if r.record_type == "PARTITION_RECORD":
-            new = {"leader": data.get("leader"), "leader_epoch": data.get("leaderEpoch"), "partition_epoch": data.get("partitionEpoch"),
-                   "isr": data.get("isr"), "replicas": data.get("replicas"), "elr": data.get("eligibleLeaderReplicas"),
-                   "last_known_elr": data.get("lastKnownElr"), "leader_recovery_state": data.get("leaderRecoveryState", 0)}
-            state[p] = new
-            if prev is None:
-                event = "partition_created" if r.source == "log" else "snapshot_state"
-                detail = (f"{'created' if r.source == 'log' else 'state from snapshot'}: leader {new['leader']}, "
-                          f"epoch {new['leader_epoch']}, ISR {new['isr']}, replicas {new['replicas']}" + _elr_text(new))
-            elif _same(prev, new):
-                continue
-            else:
-                event, detail = "snapshot_state", f"state from snapshot: leader {new['leader']}, epoch {new['leader_epoch']}, ISR {new['isr']}" + _elr_text(new)
-            rows.append(_event(base, p, new, event, detail, prev=prev))
-            continue
-        # PARTITION_CHANGE_RECORD: merge (PartitionRegistration.merge)
-        prev = prev or dict(_UNKNOWN)
-        rows.append(_change(base, p, prev, data, state))
+        rows += _REPLAY[r.record_type](topic, data, base)
     out = pd.DataFrame(rows, columns=[f.name for f in METADATA_EVENTS.fields])
-    out["topic"] = name
+    out["topic"] = topic.name
     return out
+
+
+def _replay_topic(topic: _TopicImage, data: dict, base: dict) -> list[dict]:
+    """TopicRecord: the topic's name (no event)."""
+    topic.name = data.get("name", topic.name)
+    return []
+
+
+def _replay_remove_topic(topic: _TopicImage, data: dict, base: dict) -> list[dict]:
+    """RemoveTopicRecord: every partition known so far is removed."""
+    rows = [_event(base, p, s, "topic_removed", f"topic {topic.name} removed") for p, s in sorted(topic.partitions.items())]
+    topic.partitions.clear()
+    return rows
+
+
+def _replay_clear_elr(topic: _TopicImage, data: dict, base: dict) -> list[dict]:
+    """ClearElrRecord, when it names this topic or none (replicated into every topic's group: see
+    metadata_events)."""
+    if data.get("topicName") in ("", topic.name):
+        return _clear_elr(base, topic.partitions)
+    return []
+
+
+def _replay_partition(topic: _TopicImage, data: dict, base: dict) -> list[dict]:
+    """PartitionRecord: a partition's whole state, new (created, or a snapshot's first word of it)
+    or restated by a snapshot (an event only where it differs from the replayed state)."""
+    p = data.get("partitionId")
+    if p is None:
+        return []
+    prev = topic.partitions.get(p)
+    new = {"leader": data.get("leader"), "leader_epoch": data.get("leaderEpoch"), "partition_epoch": data.get("partitionEpoch"),
+           "isr": data.get("isr"), "replicas": data.get("replicas"), "elr": data.get("eligibleLeaderReplicas"),
+           "last_known_elr": data.get("lastKnownElr"), "leader_recovery_state": data.get("leaderRecoveryState", 0)}
+    topic.partitions[p] = new
+    if prev is None:
+        event = "partition_created" if base["source"] == "log" else "snapshot_state"
+        detail = (f"{'created' if base['source'] == 'log' else 'state from snapshot'}: leader {new['leader']}, "
+                  f"epoch {new['leader_epoch']}, ISR {new['isr']}, replicas {new['replicas']}" + _elr_text(new))
+    elif _same(prev, new):
+        return []
+    else:
+        event, detail = "snapshot_state", f"state from snapshot: leader {new['leader']}, epoch {new['leader_epoch']}, ISR {new['isr']}" + _elr_text(new)
+    return [_event(base, p, new, event, detail, prev=prev)]
+
+
+def _replay_partition_change(topic: _TopicImage, data: dict, base: dict) -> list[dict]:
+    """PartitionChangeRecord: merged into the partition's state (``PartitionRegistration.merge``)."""
+    p = data.get("partitionId")
+    if p is None:
+        return []
+    prev = topic.partitions.get(p) or dict(_UNKNOWN)
+    return [_change(base, p, prev, data, topic.partitions)]
 
 
 def _change(base: dict, p: int, prev: dict, data: dict, state: dict) -> dict:
@@ -233,6 +263,16 @@ def _clear_elr(base: dict, state: dict) -> list[dict]:
             rows.append(_event(base, p, new, "elr_change", "ELR cleared (ClearElrRecord: min.insync.replicas changed)" + _changes(prev, new),
                                prev=prev))
     return rows
+
+
+# the replay of each record type metadata_events hands to ``_replay`` (PARTITION_TYPES and CLEAR_ELR)
+_REPLAY = {
+    "TOPIC_RECORD": _replay_topic,
+    "PARTITION_RECORD": _replay_partition,
+    "PARTITION_CHANGE_RECORD": _replay_partition_change,
+    "REMOVE_TOPIC_RECORD": _replay_remove_topic,
+    CLEAR_ELR: _replay_clear_elr,
+}
 
 
 def _event(base: dict, partition: int, state: dict, event: str, detail: str, *, prev: dict | None = None,

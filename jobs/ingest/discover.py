@@ -679,3 +679,23 @@ def changes_text(changes: dict) -> str | None:
 def parseable(kind: str | None) -> bool:
     """Whether ingest hands this kind to a parser (pending_*, lock, quorum-state: manifest only)."""
     return kind in KINDS
+
+
+def input_bytes(inputs: list[Path]) -> int:
+    """Bytes of every regular file under ``inputs`` (archives as stored), before anything is read:
+    what ``jobs.session.conf.sized_confs`` sizes Spark by. Links are not followed, as discovery
+    does not. An input on an object store (a URL) counts nothing here: its listing is discovery's."""
+    total = 0
+    for top in inputs:
+        if stores.is_url(top):
+            continue
+        for root, _dirs, names in os.walk(top):
+            for name in names:
+                try:
+                    st = os.lstat(os.path.join(root, name))
+                except OSError:
+                    continue
+                total += st.st_size if st.st_mode & 0o170000 == 0o100000 else 0
+        if os.path.isfile(top):
+            total += os.path.getsize(top)
+    return total

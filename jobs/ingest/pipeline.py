@@ -32,8 +32,10 @@ import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import types as T
 
+from jobs.session.connect import is_remote
+from jobs.session.memory import gc_frozen
+from jobs.session.parallel import executors_of, job_group, parallelism
 from jobs.store.io import table_path, write_empty
-from jobs.store.spark import executors_of, gc_frozen, is_remote, job_group, parallelism
 from jobs.store.tables import ALL_TABLES, BROKERS, schema_of
 from parsers.common import Problem
 from parsers.headers import STOP_LIMIT
@@ -415,8 +417,9 @@ def ingest(spark: SparkSession, inputs: list[Path], work_dir: Path, payloads: bo
     seconds["task_write"] = sum(r["write_seconds"] for r in counts)  # summed over tasks: Parquet writes
 
     t2 = time.monotonic()
+    from .shaping import problem_rows
     from .task_writer import remove_temporaries, write_task
-    from .tasks import problem_rows, run_task
+    from .tasks import run_task
 
     remove_temporaries(tables_dir)
     extra = []

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING
 
 from jobs.store.outdir import no_room, staged_output
 
-from .discover import discover_inputs
+from .discover import discover_inputs, input_bytes
 from .focus import Focus
 from .stores import input_arg, is_url
 
@@ -87,14 +87,15 @@ def staged_run(inputs: list[Path | str], out: Path, master: str = "local[*]", pa
     ``sc://`` master (Spark Connect) does. ``focus``: only those
     partitions (run.json says so). An input may be a store's URL (``stores``: ``s3://…``)."""
     inputs = [input_arg(p) for p in inputs]
-    from jobs.store.spark import input_bytes
-
     existed = Path(out).is_dir()
     with staged_output(out, need=lambda: input_bytes(inputs)) as tmp:
         found = discover_inputs(inputs, tmp, focus)
         focus = found.focus  # (within the focused collections read)
+        from jobs.session.connect import is_remote_url
+        from jobs.session.memory import OutOfMemory, out_of_memory
+        from jobs.session.signals import stop_jvm
+        from jobs.session.start import get_session
         from jobs.store import catalog
-        from jobs.store.spark import OutOfMemory, get_session, is_remote_url, out_of_memory, stop_jvm
 
         from .pipeline import ingest
 

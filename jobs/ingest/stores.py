@@ -35,9 +35,10 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from jobs.errors import InputError
-from jobs.store.spark import STORE_URL
 from parsers.common import FileBytes, FileChanged, FileWindow
 
+# an INPUT on an object store (``s3://…``): a scheme, then ``://``
+STORE_URL = re.compile(r"^([a-z][a-z0-9+.-]*)://", re.I)
 SCHEMES = ("s3", "gs", "abfs", "abfss", "hdfs")
 MAX_ATTEMPTS = 3  # attempts of one request (a throttled or failed read), then the run stops: never a hang
 CONNECT_TIMEOUT = 10.0  # seconds

@@ -5,18 +5,15 @@ Why one pass over the files for all tables: a segment yields batches, records an
 same pass, an index yields entries and an ``index_files`` row. Running one job per output table
 would parse every segment twice (batches, records) and read every file once more to hash it; here
 each file is opened, hashed and parsed exactly once, and ``run_task`` streams (table, rows) pieces
-that the task writes itself (``task_writer.py``).
+that the task writes itself (``task_writer.py``). Reading is here; the pieces' shaping into each
+table's schema is ``shaping.py``'s.
 """
 
 from __future__ import annotations
 
 import hashlib
 import time
-import traceback
-from collections.abc import Callable, Iterable, Iterator, Mapping
-from functools import cache
-from types import MappingProxyType
-from typing import Any, NamedTuple
+from collections.abc import Iterator
 
 import numpy as np
 import pyarrow as pa
@@ -25,19 +22,22 @@ import pyarrow.compute as pc
 from jobs.ingest import stores
 from jobs.ingest.batch_runs import runs_of
 from jobs.ingest.focus import Focus
-from jobs.store.tables import COMMON, EXTRA_TABLE, INTERNAL_TOPIC_TABLE, KIND_TABLE, TS, schema_of
+from jobs.ingest.shaping import Piece, bug_detail, files_row, files_table, problem_raw, records_final, shaped
+from jobs.store.tables import EXTRA_TABLE, INTERNAL_TOPIC_TABLE, KIND_TABLE
+from parsers import consumer_offsets, metadata_records, remote_log_metadata, share_group_state, transaction_state
 from parsers.common import problems_table
 from parsers.files import KINDS, SEGMENT_KINDS, module_for, small_parser
 from parsers.names import base_offset_from_name
 from parsers.segment import Span
 
-# kind -> decoder of the records of an internal topic (module with ``decode_records``)
+# table -> decoder of an internal topic's records (``decode_records``). (Imported with the task:
+# jobs.store.tables has already imported them, so they cost a worker's start nothing more.)
 _DECODERS = {
-    "metadata_records": "parsers.metadata_records",
-    "consumer_offsets": "parsers.consumer_offsets",
-    "transactions": "parsers.transaction_state",
-    "share_group_state": "parsers.share_group_state",
-    "remote_segments": "parsers.remote_log_metadata",
+    "metadata_records": metadata_records.decode_records,
+    "consumer_offsets": consumer_offsets.decode_records,
+    "transactions": transaction_state.decode_records,
+    "share_group_state": share_group_state.decode_records,
+    "remote_segments": remote_log_metadata.decode_records,
 }
 
 
@@ -55,14 +55,12 @@ def decode_internal(name: str, records: pa.Table, f: dict, failed: list | None =
     """Rows of an internal topic's decoded table, plus its problems (``Piece``s). The decoders
     never raise on bad bytes; a bug in one still must not lose the segment's other tables, so it
     is caught (and its exception appended to ``failed``)."""
-    import importlib
-
     try:
-        table, problems = importlib.import_module(_DECODERS[name]).decode_records(records)
+        table, problems = _DECODERS[name](records)
     except Exception as exc:  # a decoder bug: name the file, keep the segment's other tables
         if failed is not None:
             failed.append(exc)
-        yield Piece("problems", _problem_raw([(0, "parser_error", _bug(exc, name))]), f)
+        yield Piece("problems", problem_raw([(0, "parser_error", bug_detail(exc, name))]), f)
         return
     extra = {}
     if name == "metadata_records":
@@ -73,150 +71,10 @@ def decode_internal(name: str, records: pa.Table, f: dict, failed: list | None =
     if problems:
         yield Piece("problems", problems_table(f["path"], problems), f)
 
+
 HASH_BLOCK = 32 << 20
 ROW_GROUP_ROWS = 65536  # pieces of one table are merged up to this many rows (one Parquet row group)
 PIECE_BYTES = 8 << 20  # ... or until a piece of this many bytes comes
-_MAX_TS_MS = 253_402_300_799_999  # 9999-12-31: beyond this a Spark timestamp overflows
-
-
-# tables whose topic/partition are the row's own (a checkpoint entry, a consumer commit, a
-# metadata record, a log line), not those of the directory holding the file
-OWN_COLUMNS: dict[str, set[str]] = {
-    "checkpoints": {"topic", "partition", "dir_state"},
-    "consumer_offsets": {"topic", "partition"},
-    "share_group_state": {"topic", "partition"},
-    "remote_segments": {"topic", "partition"},
-    "metadata_records": {"topic", "partition"},
-    "log_events": {"topic", "partition"},
-}
-
-
-_scalars_of: tuple = (None, {})  # the last file's (values, {column: pa.scalar}): its pieces come in a row
-
-
-def _common(n: int, f: dict, names: Iterable[str] = ("broker", "log_dir", "topic", "partition", "dir_state", "path")) -> dict:
-    """The file's own columns, one value repeated on every row (``pa.repeat``: a Python list of
-    ``n`` copies cost ~170 ns a row per column, a seventh of a segment's whole ingest)."""
-    global _scalars_of
-    values = tuple(f[c.name] for c in COMMON)
-    known, scalars = _scalars_of  # (one tuple, swapped whole: threads never see half of one)
-    if known != values:
-        scalars = {c.name: pa.scalar(v, c.type) for c, v in zip(COMMON, values)}
-        _scalars_of = (values, scalars)
-    return {c.name: pa.repeat(scalars[c.name], n) for c in COMMON if c.name in names}
-
-
-_COMMON_NAMES = frozenset(c.name for c in COMMON)
-
-
-@cache
-def _layout(name: str, payloads: bool) -> tuple[pa.Schema, frozenset[str]]:
-    """Table ``name``'s schema and which of its columns are the file's own (``COMMON`` less the
-    entry's ``OWN_COLUMNS``). Worked out once: ``conform`` runs for every run of pieces, and for
-    every piece of a file read alone (~100 µs a call when it rebuilt both)."""
-    schema = schema_of(name, payloads)
-    return schema, frozenset(c.name for c in schema if c.name in _COMMON_NAMES - OWN_COLUMNS.get(name, set()))
-
-
-class Piece(NamedTuple):
-    """Rows of one file for table ``name`` as its parser made them (``raw``), not yet in the
-    table's schema: ``conform_run`` adds the file's own columns (from ``f``) and the per-file
-    ``extra`` values, after ``finish`` (a whole-column step of the table's own, e.g. the records'
-    timestamps). Why deferred: shaping a small file's pieces one by one cost ~100 µs each (a
-    dozen Arrow calls a piece, four pieces a partition), more than reading them; a task shapes
-    its pieces of one table in one go, one concatenation and one ``take`` a column."""
-
-    name: str
-    raw: pa.Table
-    f: dict
-    extra: Mapping[str, Any] = MappingProxyType({})
-    finish: Callable[[pa.Table], pa.Table] | None = None
-
-
-def conform(table: pa.Table, name: str, f: dict, payloads: bool = False, **extra) -> pa.Table:
-    """A parser table as ingest table ``name``: common columns in front, ``path`` relative to the
-    input root, columns in the schema's order (missing ones null)."""
-    schema, common = _layout(name, payloads)
-    n = table.num_rows
-    cols = _common(n, f, common)
-    for key, value in extra.items():
-        cols[key] = pa.repeat(pa.scalar(value, schema.field(key).type), n)
-    return _assemble(table, schema, cols)
-
-
-def conform_run(pieces: list[Piece], payloads: bool = False) -> pa.Table:
-    """Pieces of one table with the same raw schema and ``extra`` keys, in file order, as one
-    table in that table's schema (``Piece``): each file's own values are made an array of one
-    value a piece and spread over its rows by a ``take``."""
-    first = pieces[0]
-    if len(pieces) == 1:
-        raw = first.raw if first.finish is None else first.finish(first.raw)
-        return conform(raw, first.name, first.f, payloads, **first.extra)
-    schema, common = _layout(first.name, payloads)
-    raw = pa.concat_tables([p.raw for p in pieces]).combine_chunks()
-    if first.finish is not None:
-        raw = first.finish(raw)
-    counts = np.fromiter((p.raw.num_rows for p in pieces), np.int64, len(pieces))
-    which = pa.array(np.repeat(np.arange(len(pieces), dtype=np.int32), counts))
-    cols = {c.name: pa.array([p.f[c.name] for p in pieces], c.type).take(which) for c in COMMON if c.name in common}
-    for key in first.extra:
-        cols[key] = pa.array([p.extra[key] for p in pieces], schema.field(key).type).take(which)
-    return _assemble(raw, schema, cols)
-
-
-def conform_all(pieces: list[Piece], payloads: bool = False) -> pa.Table:
-    """Pieces of one table in file order, as one table of its schema: ``conform_run`` over each
-    run of consecutive pieces that share a raw schema, ``extra`` keys and ``finish`` (the pieces
-    of one table are mostly one run; row order is kept)."""
-    runs: list[list[Piece]] = []
-    for p in pieces:
-        last = runs[-1][-1] if runs else None
-        if (last is not None and p.finish is last.finish and p.extra.keys() == last.extra.keys()
-                and p.raw.schema.equals(last.raw.schema)):
-            runs[-1].append(p)
-        else:
-            runs.append([p])
-    tables = [conform_run(run, payloads) for run in runs]
-    return tables[0] if len(tables) == 1 else pa.concat_tables(tables)
-
-
-def shaped(pieces: list[Piece], payloads: bool = False) -> list[tuple[str, pa.Table]]:
-    """``conform_all`` of one table's pieces, as (name, rows); should shaping fail (a value
-    that does not fit its column: a bug, as a parser's own is), each piece is shaped alone and
-    one that still fails becomes a ``parser_error`` row naming its file, as in ``file_pieces``:
-    the task's other rows are kept."""
-    try:
-        return [(pieces[0].name, conform_all(pieces, payloads))]
-    except Exception:
-        out = []
-        for p in pieces:
-            try:
-                out.append((p.name, conform_run([p], payloads)))
-            except Exception as exc:
-                out.append(("problems", problem_rows(p.f, [(0, "parser_error", _bug(exc, f"{p.name} rows"))])))
-        return out
-
-
-def _bug(exc: Exception, what: str = "") -> str:
-    """A parser_error row's text: what failed, the exception, and where it was raised."""
-    where = traceback.extract_tb(exc.__traceback__)[-1]
-    return f"{what}{': ' if what else ''}{type(exc).__name__}: {exc} (at {where.filename.rsplit('/', 1)[-1]}:{where.lineno})"
-
-
-def _assemble(table: pa.Table, schema: pa.Schema, cols: dict[str, pa.Array]) -> pa.Table:
-    """``schema``'s columns: from ``cols``, else ``table``'s (cast where its type differs), else nulls."""
-    n = table.num_rows
-    present = set(table.column_names)
-    arrays = []
-    for field in schema:
-        if field.name in cols:
-            arrays.append(cols[field.name])
-        elif field.name in present:
-            column = table.column(field.name)
-            arrays.append(column if column.type == field.type else column.cast(field.type))
-        else:
-            arrays.append(pa.nulls(n, field.type))
-    return pa.Table.from_arrays(arrays, schema=schema)
 
 
 def records_raw(records: pa.Table, batches: pa.Table) -> pa.Table:
@@ -254,19 +112,6 @@ def segment_pieces(batches: pa.Table, records: pa.Table | None, f: dict, base: i
         yield Piece("batch_runs", runs_of(batches), f, extra)
     if records is not None and records.num_rows:
         yield Piece("records", records_raw(records, batches), f, finish=records_final)
-
-
-def records_final(table: pa.Table) -> pa.Table:
-    """``records_raw`` rows with Spark's Kafka-source timestamp columns: ``timestamp`` (null
-    where the stored value is -1 or past what Spark holds), ``timestampType`` (0 create, 1 log
-    append: ``records_raw`` took it from the batch) and the stored ``timestamp_ms``."""
-    ms = table.column("timestamp")
-    tt = table.column("_timestamp_type")
-    valid = pc.and_(pc.greater_equal(ms, 0), pc.less_equal(ms, _MAX_TS_MS))
-    ts = pc.if_else(valid, pc.multiply(ms, 1000), pa.scalar(None, pa.int64())).cast(pa.int64()).cast(TS)
-    table = table.drop_columns(["timestamp", "_timestamp_type"]).append_column("timestamp", ts)
-    table = table.append_column("timestampType", tt)
-    return table.append_column("timestamp_ms", ms)
 
 
 class _Hasher:
@@ -368,9 +213,9 @@ def file_pieces(f: dict, payloads: bool = False, spans: list[dict] | None = None
     except OSError as exc:
         problems.append((0, "unreadable_file", unreadable_detail(exc)))
     except Exception as exc:  # a parser bug must not stop the run: name the file, keep going
-        problems.append((0, "parser_error", _bug(exc)))
+        problems.append((0, "parser_error", bug_detail(exc)))
     if problems:
-        yield Piece("problems", _problem_raw(problems), f)
+        yield Piece("problems", problem_raw(problems), f)
     if span_start:  # a later span of a split segment: the first span gives the file's row
         return
     yield files_row(f, sha)
@@ -428,28 +273,6 @@ def unreadable_detail(exc: OSError) -> str:
     if isinstance(exc, FileNotFoundError):
         return f"{type(exc).__name__}: removed since it was listed (deleted by a live broker's retention or roll?)"
     return f"{type(exc).__name__}: {exc.strerror or exc}"
-
-
-def problem_rows(f: dict, rows: list[tuple[int, str, str]]) -> pa.Table:
-    """``problems`` rows of file ``f`` from (position, kind, detail)."""
-    return conform(_problem_raw(rows), "problems", f)
-
-
-def _problem_raw(rows: list[tuple[int, str, str]]) -> pa.Table:
-    return pa.table({"position": pa.array([r[0] for r in rows], pa.int64()), "kind": [r[1] for r in rows], "detail": [r[2] for r in rows]})
-
-
-def files_row(f: dict, sha: str | None) -> dict:
-    """The ``files`` row of one file, as Python values (``files`` table's schema; mtime in µs)."""
-    _, common = _layout("files", False)
-    row = {name: f[name] for name in common}
-    row.update(kind=f["kind"], size=f["size"], sha256=sha, mtime=f["mtime_ms"] * 1000, archive=f["archive"])
-    return row
-
-
-def files_table(rows: list[dict]) -> pa.Table:
-    """``files_row`` rows as a ``files`` table."""
-    return pa.Table.from_pylist(rows, schema=_layout("files", False)[0])
 
 
 def _read_ahead(files: list[dict], k: int, payloads: bool) -> dict[int, list[Piece | dict] | None]:

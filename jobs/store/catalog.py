@@ -42,9 +42,12 @@ from pathlib import Path
 from pyspark.sql import SparkSession
 
 from jobs.errors import InputError
+from jobs.session.conf import catalog_confs
+from jobs.session.connect import is_remote_url
+from jobs.session.scratch import scratch_dir
+from jobs.session.start import get_session
 from jobs.store.io import read_parquet
 from jobs.store.outdir import pause_point
-from jobs.store.spark import catalog_confs, get_session, is_remote_url, scratch_dir
 
 log = logging.getLogger(__name__)
 

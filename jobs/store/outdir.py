@@ -27,7 +27,7 @@ import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-from jobs.errors import InputError
+from jobs.errors import InputError, error_text
 from jobs.processes import pid_alive
 
 log = logging.getLogger(__name__)
@@ -120,17 +120,6 @@ def no_room(exc: BaseException) -> int | None:
         return exc.errno if exc.errno in _NO_ROOM else None
     said = error_text(exc)
     return None if said is None else next((code for code in _NO_ROOM if os.strerror(code) in said), None)
-
-
-def error_text(exc: BaseException) -> str | None:
-    """What ``exc`` says (a py4j error asks its JVM for the text; a dead JVM cannot answer: None).
-    Interrupts and exits are not errors to read."""
-    if not isinstance(exc, Exception):
-        return None
-    try:
-        return str(exc)
-    except Exception:
-        return None
 
 
 def _cannot_write(out: Path, why: str, need: Callable[[], int] | None, existed: bool) -> OutputError:
