@@ -136,6 +136,10 @@ STORIES = {  # the kinds each story must produce on its incident partition (part
                            "truncation_below_hw"},
     "kraft-controller-failover": set(),
     "kraft-controller-diverged": {"metadata_log_divergence"},
+    "kafka4-benign": set(),
+    # clicks-0 (a share group past an unclean election's loss), orders-0 (a lost TV2 marker), the controllers
+    "kafka4-incident": {"acked_data_loss", "truncation_below_hw", "unclean_leader_election", "consumer_read_lost_data",
+                        "replica_divergence", "transaction_marker_lost", "unclean_shutdown", "metadata_log_divergence"},
 }
 
 
