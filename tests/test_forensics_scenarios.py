@@ -16,14 +16,10 @@ import pytest
 
 from analyzer.analyze import build
 from analyzer.demo import expected_surviving, same_brokers
-from sample_data.scenarios import SCENARIOS, generate
+from sample_data.scenarios import RETOLD_BY_KAFKA4, SCENARIOS, generate
 
 DETECTABLE = {"files", "ledger"}
-# Scenarios whose stories kafka4-benign and kafka4-incident tell again (the same building blocks:
-# transactions_v2_upgrade_story, transactions_v2_lost_marker_story, controller_failover_story,
-# controller_divergence_story), so CI analyzes those stories once, inside the Kafka 4 collections.
-TOLD_BY_KAFKA4 = {"txn-v2-upgrade", "txn-v2-marker-lost", "kraft-controller-failover", "kraft-controller-diverged"}
-ANALYZED = sorted(set(SCENARIOS) - TOLD_BY_KAFKA4)
+ANALYZED = sorted(set(SCENARIOS) - RETOLD_BY_KAFKA4)  # those stories are analyzed inside kafka4-benign and kafka4-incident
 
 
 @pytest.fixture(scope="module")

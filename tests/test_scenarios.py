@@ -14,9 +14,11 @@ from conftest import REPO, SHARED, read_jsonl
 from kafka_dump_log import parse_dump_text
 
 from parsers.files import detect, parse_path
-from sample_data.scenarios import SCENARIOS, generate, simulate
+from sample_data.scenarios import RETOLD_BY_KAFKA4, SCENARIOS, generate, simulate
 
 NAMES = sorted(SCENARIOS)
+# at scale and under Kafka's reader, the stories kafka4-benign and kafka4-incident tell again are judged there
+JUDGED = sorted(set(SCENARIOS) - RETOLD_BY_KAFKA4)
 
 
 def contract_kinds() -> set[str]:
@@ -75,10 +77,10 @@ SCALED = {"brokers": 4, "partitions": 2, "codec": "zstd", "segment_bytes": 4096,
 @pytest.fixture(scope="module")
 def scaled(tmp_path_factory) -> dict[str, Path]:
     root = tmp_path_factory.mktemp("scaled")
-    return {name: generate(name, root, seed=3, **SCALED) for name in NAMES}
+    return {name: generate(name, root, seed=3, **SCALED) for name in JUDGED}
 
 
-@pytest.mark.parametrize("name", NAMES)
+@pytest.mark.parametrize("name", JUDGED)
 def test_scaled_scenarios_keep_their_story_and_exact_problems(scaled, name):
     """More brokers and partitions, compressed, small segments: the same story on partition 0,
     and still exactly the named problems in the files."""
@@ -223,7 +225,7 @@ def test_pre_0_11_scenarios_write_message_sets_without_leader_epochs(generated, 
     assert ("leader_epoch_conflict" in {f["kind"] for f in truth["expected_findings"]}) is False
 
 
-@pytest.mark.parametrize("name", NAMES)
+@pytest.mark.parametrize("name", JUDGED)
 def test_kafka_dump_log_reads_the_batches_the_model_meant(generated, name, dump_log):
     """kafka-dump-log on the first and last undamaged segment of partition 0 of one broker."""
     path = generated[name]
