@@ -526,15 +526,16 @@ def kraft_controller_diverged(c: Cluster, size: Size) -> str:
     )
 
 
-def _kafka4(c: Cluster) -> ControllerQuorum:
+def _kafka4(c: Cluster, **features: int) -> ControllerQuorum:
     """A Kafka 4.1 cluster in KRaft mode: its controller quorum (``_quorum``), eligible leader
-    replicas on (eligible.leader.replicas.version 1, 4.1's default) and every partition change
-    written to the metadata log as the controller writes it (sample_data.sim.controller)."""
+    replicas on (eligible.leader.replicas.version 1, 4.1's default) and ``features`` (name with
+    ``_`` for ``.``: level) finalized, and every partition change written to the metadata log as the
+    controller writes it (sample_data.sim.controller)."""
     c.kraft = True
     q = _quorum(c)
-    q.append(values=[rl.feature_level_record("eligible.leader.replicas.version", 1)])
-    q.replicate()
-    MetadataPublisher(c, q)
+    publisher = MetadataPublisher(c, q)
+    for name, level in {"eligible_leader_replicas_version": 1, **features}.items():
+        publisher.finalize(name.replace("_", "."), level)
     return q
 
 
@@ -584,7 +585,7 @@ def kafka4_benign(c: Cluster, size: Size) -> str:
 
 
 def kafka4_incident(c: Cluster, size: Size) -> str:
-    q = _kafka4(c)
+    q = _kafka4(c, transaction_version=2)
     c.create_topic("clicks", size.partitions, _rf(size), min_isr=1)
     c.join_group("clicks-share", "share", "clicks", [0])
     _produce(c, "clicks", size, _frac(size, 0.4), acks="1")

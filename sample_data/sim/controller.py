@@ -45,7 +45,15 @@ class MetadataPublisher:
             raise ValueError("the metadata log of partitions is written for a KRaft cluster (Cluster(kraft=True))")
         self.c, self.q = cluster, quorum
         self.said: dict[tuple[str, int], dict] = {}  # what the log last said of each partition
+        self.epochs: dict[tuple[str, int], tuple[int, int]] = {}  # (leader epoch, partition epoch) as a reader merges them
+        self.features: dict[str, int] = {}
+        self.history: list[tuple[int, list[bytes]]] = []  # (log end offset, the image there) after each append
         cluster.listeners.append(self.on_event)
+        quorum.image = self.image
+
+    def finalize(self, feature: str, level: int) -> None:
+        """A FeatureLevelRecord (``kafka-features.sh``, or the bootstrap of a new cluster)."""
+        self.c.event("operator", "feature_upgrade", feature=feature, to_level=level)
 
     @staticmethod
     def _state(part) -> dict:
@@ -61,6 +69,7 @@ class MetadataPublisher:
         values: list[bytes] = []
         if action == "feature_upgrade":
             values.append(rl.feature_level_record(e["feature"], e["to_level"]))
+            self.features[e["feature"]] = e["to_level"]
         for tp, part in sorted(self.c.partitions.items()):
             now, before = self._state(part), self.said.get(tp)
             if before == now:
@@ -74,6 +83,7 @@ class MetadataPublisher:
                 values.append(mr.partition_record(tid, part.partition, part.replicas, now["isr"], now["leader"], leader_epoch=part.epoch,
                                                   version=RECORD_VERSION, elr=now["elr"] or None,
                                                   last_known_elr=now["last_known_elr"] or None))
+                self.epochs[tp] = (part.epoch, 0)
             else:
                 changed = {k for k in now if now[k] != before[k]}
                 values.append(mr.partition_change_record(
@@ -84,8 +94,31 @@ class MetadataPublisher:
                     last_known_elr=now["last_known_elr"] if "last_known_elr" in changed else None,
                     leader_recovery_state=(mr.RECOVERING if now["recovering"] else mr.RECOVERED) if "recovering" in changed
                     else mr.NO_RECOVERY_STATE_CHANGE))  # fmt: skip
+                leader_epoch, partition_epoch = self.epochs[tp]
+                self.epochs[tp] = (leader_epoch + ("leader" in changed), partition_epoch + 1)
             self.said[tp] = now
         if values:
             self.q.now = max(self.q.now, START_MS + self.c.now)
             self.q.append(values=values)
+            self.history.append((self.q.nodes[self.q.leader].end, self._image()))
             self.q.replicate()
+
+    def _image(self) -> list[bytes]:
+        """The image as a snapshot writes it (``MetadataImage.write``: features, then each topic's
+        TopicRecord and PartitionRecords, ``PartitionRegistration.toRecord``: the ELR fields only
+        when not empty)."""
+        out = [rl.feature_level_record(name, level) for name, level in sorted(self.features.items())]
+        for (topic, p), now in sorted(self.said.items(), key=lambda kv: (self.c.topic_ids[kv[0][0]], kv[0][1])):
+            tid = topic_uuid(self.c.topic_ids[topic])
+            if p == 0:
+                out.append(mr.topic_record(topic, tid))
+            leader_epoch, partition_epoch = self.epochs[(topic, p)]
+            out.append(mr.partition_record(tid, p, now["replicas"], now["isr"], now["leader"], leader_epoch=leader_epoch,
+                                           partition_epoch=partition_epoch, version=RECORD_VERSION, elr=now["elr"] or None,
+                                           last_known_elr=now["last_known_elr"] or None,
+                                           leader_recovery_state=mr.RECOVERING if now["recovering"] else mr.RECOVERED))
+        return out
+
+    def image(self, end_offset: int) -> list[bytes]:
+        """The image a snapshot at ``end_offset`` restates: after the last partition records below it."""
+        return next((img for end, img in reversed(self.history) if end <= end_offset), [])
