@@ -12,8 +12,9 @@ the cluster's epochs follow (``Cluster(kraft=True)`` bumps it when a partition g
 
 The records go to the quorum's leader and are replicated at once (the brokers are observers and
 follow the cluster's own running state). Each cluster event is compared with what the log last
-said of every partition, so what changed between two events is one record per partition (Kafka
-sometimes writes two where the simulator changes the ISR and the leader in one step).
+said of every partition, so what changed between two events is one record per partition (where
+the simulator logs an event between two steps Kafka takes at once, e.g. a controlled shutdown's
+ISR removal and the new leader, that is two records where Kafka writes one: the same states).
 
 Why: a Kafka 4 collection's elections (ELR, unclean, RECOVERING) are in the metadata log, not in
 the broker dirs; the analyzer reads them from there, and a scenario must write them as Kafka does.
