@@ -155,9 +155,12 @@ def _decode(path):
 
 
 def test_written_metadata_logs_read_by_kafka_4_1_1_as_by_us(tmp_path, kafka41_bin):
-    """Every node of the failover scenario: LeaderChangeMessage, KRaftVersionRecord, VotersRecord,
-    NoOpRecord, FeatureLevelRecord in the logs, and the snapshots, as Kafka's dump tool prints them."""
-    c, _, _ = simulate("kraft-controller-failover")
+    """Every node of kafka4-benign (kraft-controller-failover's story in a cluster whose controller
+    writes its partitions: sample_data.sim.controller): LeaderChangeMessage, KRaftVersionRecord,
+    VotersRecord, NoOpRecord, FeatureLevelRecord, TopicRecord, PartitionRecord and
+    PartitionChangeRecord (v2, ELR fields) in the logs, and the snapshots, as Kafka's dump tool
+    prints them."""
+    c, _, _ = simulate("kafka4-benign")
     for b in c.brokers:
         (tmp_path / f"broker-{b}").mkdir()
     c.quorum.materialize(tmp_path, c.cluster_id)
@@ -185,7 +188,7 @@ def test_written_metadata_logs_read_by_kafka_4_1_1_as_by_us(tmp_path, kafka41_bi
             else:  # a control record: ``<Name> {json}`` (LeaderChange: ``LeaderChange: {json}``)
                 assert json.loads(line[line.index("{"):]) == json.loads(row["data_json"])
     assert {"LEADER_CHANGE", "KRAFT_VERSION", "KRAFT_VOTERS", "NO_OP_RECORD", "FEATURE_LEVEL_RECORD", "SNAPSHOT_HEADER",
-            "SNAPSHOT_FOOTER"} <= kinds
+            "SNAPSHOT_FOOTER", "TOPIC_RECORD", "PARTITION_RECORD", "PARTITION_CHANGE_RECORD"} <= kinds
     state = json.loads((tmp_path / "controller-101" / "__cluster_metadata-0" / "quorum-state").read_text())
     assert state == {"clusterId": "", "leaderId": 101, "leaderEpoch": 2, "votedId": 101, "appliedOffset": 0,
                      "currentVoters": [{"voterId": 101}, {"voterId": 102}], "data_version": 0}

@@ -121,3 +121,14 @@ def test_a_re_election_while_still_recovering_is_unclean_only_outside_the_isr():
     ev = _replay(_rows(_created(isr=[1]), _change(leader=-1), _change(leader=2, isr=[2], leaderRecoveryState=1),
                        _change(leader=-1), _change(leader=2), _change(leader=-1), _change(leader=3, isr=[3])))
     assert [x for x in ev["elected_from"] if isinstance(x, str)] == ["outside_isr", "isr", "outside_isr"]
+
+
+def test_a_snapshot_restating_the_state_with_an_emptied_elr_adds_nothing():
+    """A change record that empties the ELR writes ``[]``; the snapshot's PartitionRecord of the same
+    state leaves the tag out (``PartitionRegistration.toRecord`` writes the ELR fields only when not
+    empty): the same state, no snapshot_state row."""
+    rows = _rows(_created(), _change(isr=[1], eligibleLeaderReplicas=[2, 3]), _change(isr=[1, 2], eligibleLeaderReplicas=[]),
+                 _created(isr=[1, 2], partitionEpoch=2))
+    rows.loc[3, "source"] = "snapshot"
+    ev = _replay(rows)
+    assert list(ev["event"]) == ["partition_created", "isr_change", "isr_change"]

@@ -129,3 +129,77 @@ def test_a_retry_after_failover_duplicates_records_that_had_been_replicated():
     assert len(copies) == 2 * len(failed)  # the first attempt (replicated, never acked) and the acked retry
     acked = [(r["key_sha256"], r["value_sha256"]) for r in cluster.ledger if (r["key_sha256"], r["value_sha256"]) in failed]
     assert sorted(acked) == sorted(failed)
+
+
+def _kraft_trio(min_isr: int = 2) -> Cluster:
+    c = Cluster([1, 2, 3], kraft=True)
+    c.create_topic("t", 1, 3, min_isr=min_isr)
+    c.produce("t", 0, 10)
+    c.fetch(3)
+    return c
+
+
+def test_kraft_elr_follows_the_isr_below_min_isr_and_elects_cleanly_when_the_isr_empties():
+    """PartitionChangeBuilder.maybePopulateTargetElr: replicas leaving an ISR smaller than
+    min.insync.replicas are eligible; the last ISR member's controlled shutdown empties the ISR
+    (leader -1 bumps the epoch); the first eligible replica back is elected from the ELR, cleanly."""
+    c = _kraft_trio()
+    part = c.part("t", 0)
+    c.stop(3)
+    assert (part.isr, part.elr) == ([1, 2], [])
+    c.stop(2)
+    assert (part.isr, part.elr) == ([1], [2])
+    c.stop(1)
+    assert (part.leader, part.epoch, part.isr, part.elr) == (-1, 1, [], [1, 2])
+    c.restart(2)
+    [e] = [e for e in c.events if e["action"] == "leader" and e["leader"] == 2]
+    assert (e["epoch"], e["unclean"], e["elected_from"], e["prev_isr"], e["elr"]) == (2, False, "elr", [], [1])
+    c.restart(1)
+    c.fetch(3)
+    assert (part.isr, part.elr, part.last_known_elr) == ([2, 1], [], [])
+
+
+def test_kraft_fences_a_killed_broker_and_its_unclean_restart_leaves_the_elr():
+    """A killed broker leaves every ISR when it is fenced; re-registering after an unclean shutdown
+    takes it out of the ELR (handleBrokerUncleanShutdown), so it cannot be elected cleanly."""
+    c = _kraft_trio(min_isr=1)
+    part = c.part("t", 0)
+    c.crash(3)
+    c.crash(2)
+    assert (part.isr, part.elr) == ([1], [])
+    c.crash(1)
+    assert (part.leader, part.isr, part.elr) == (-1, [], [1])
+    c.restart(1)
+    assert (part.leader, part.elr, part.last_known_elr) == (-1, [], [1])
+    c.elect("t", 0, 1, unclean=True)
+    assert (part.leader, part.recovering) == (1, True)
+    c.restart(2)
+    c.fetch(2)
+    assert (part.isr, part.recovering) == ([1, 2], False)  # the first ISR expansion marks it RECOVERED
+
+
+def test_the_controller_writes_each_partition_change_as_kafka_does():
+    """sample_data.sim.controller: TopicRecord and PartitionRecord at creation, then one
+    PartitionChangeRecord (v2) per change with only what changed, read back by our decoder."""
+    from parsers import segment
+    from parsers.metadata_records import decode_records
+    from sample_data.scenarios import _kafka4
+    from sample_data.writer.records import encode_batch
+
+    c = Cluster([1, 2, 3])
+    q = _kafka4(c)
+    c.create_topic("t", 1, 3, min_isr=2)
+    c.stop(3)
+    c.stop(2)
+    c.stop(1)
+    c.restart(2)
+    raw = b"".join(encode_batch(b) for b in q.nodes[100].log)
+    table, problems = decode_records(segment.parse(raw, "x.log", records=True, payloads=True).extra["records"])
+    assert problems == []
+    rows = [(r["record_type"], json.loads(r["data_json"])) for r in table.to_pylist()
+            if r["record_type"] in ("TOPIC_RECORD", "PARTITION_RECORD", "PARTITION_CHANGE_RECORD")]
+    assert [t for t, _ in rows] == ["TOPIC_RECORD", "PARTITION_RECORD"] + ["PARTITION_CHANGE_RECORD"] * 4
+    changes = [{k: v for k, v in d.items() if k not in ("partitionId", "topicId")} for _, d in rows[2:]]
+    assert changes == [{"isr": [1, 2]}, {"isr": [1], "eligibleLeaderReplicas": [2]},
+                       {"leader": -1, "isr": [], "eligibleLeaderReplicas": [1, 2]},
+                       {"leader": 2, "isr": [2], "eligibleLeaderReplicas": [1]}]

@@ -286,7 +286,10 @@ def _event(base: dict, partition: int, state: dict, event: str, detail: str, *, 
 
 
 def _same(a: dict, b: dict) -> bool:
-    return all(a.get(k) == b.get(k) for k in ("leader", "leader_epoch", "isr", "replicas", "elr", "last_known_elr"))
+    """The same partition state; an ELR or last known ELR left out (a snapshot's PartitionRecord
+    writes them only when not empty) is an empty one."""
+    return (all(a.get(k) == b.get(k) for k in ("leader", "leader_epoch", "isr", "replicas"))
+            and all((a.get(k) or []) == (b.get(k) or []) for k in ("elr", "last_known_elr")))
 
 
 def _state_cols(s: dict) -> dict:

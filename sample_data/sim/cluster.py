@@ -18,6 +18,15 @@ Mechanics followed (Kafka's classes in brackets):
     ``kip279`` (Kafka >= 2.0: the leader answers with (epoch, end offset) of the largest epoch
     <= the asked one; the follower truncates to the min of both ends, asking again when it lacks
     that epoch). A fetch above the leader's LEO truncates to it [handleOffsetOutOfRange].
+  * a KRaft controller (``kraft=True``: Kafka 4.1's defaults, eligible.leader.replicas.version 1)
+    [ReplicationControlManager.generateLeaderAndIsrUpdates, PartitionChangeBuilder]: a killed broker
+    is fenced and leaves every ISR at once, a stopped one at its controlled shutdown, the last ISR
+    member too (the ISR may empty); the replicas that leave an ISR smaller than min.insync.replicas
+    are eligible leader replicas (ELR, KIP-966), one elected cleanly when the ISR is empty; a killed
+    broker's restart (an unclean shutdown) takes it out of the ELR; a partition going offline bumps
+    its leader epoch (a leader of -1 is a change of leader); an unclean leader is RECOVERING until
+    its first ISR expansion. ``listeners`` see every event (sample_data.sim.controller writes the
+    metadata log from them).
 
 Every step appends to ``events``; ground truth (``truth.py``) is derived from those and the final
 state, never typed by hand.
@@ -57,7 +66,8 @@ class Cluster:
     """In-memory brokers, replicas and controller state; see the module docstring for the rules."""
 
     def __init__(
-        self, brokers: list[int], *, seed: int = 0, truncation: str = "kip279", cluster_id: str = "SimCluster000000000001"
+        self, brokers: list[int], *, seed: int = 0, truncation: str = "kip279", cluster_id: str = "SimCluster000000000001",
+        kraft: bool = False,
     ):
         if truncation not in TRUNCATION_RULES:
             raise ValueError(f"truncation must be one of {TRUNCATION_RULES}")
@@ -85,11 +95,31 @@ class Cluster:
         self.retriable: list[tuple[str, int, SimBatch]] = []  # acks=all sends that failed with a retriable error
         self.layouts: dict = {}  # (broker, topic, partition) -> PartitionLayout, after materialize
         self.share_start: dict[tuple[str, str, int], int] = {}  # (group, topic, partition) -> the stored share-partition start
+        self.kraft = kraft  # a KRaft controller with ELR (module doc)
+        self.listeners: list = []  # callables given every event, after it is logged
 
     # ------------------------------------------------------------------ bookkeeping
     def event(self, actor: str, action: str, **what) -> None:
         ts = datetime.fromtimestamp((START_MS + self.now) / 1000, UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
         self.events.append({"ts": ts, "t_ms": self.now, "actor": actor, "action": action, **what})
+        for listener in self.listeners:
+            listener(self.events[-1])
+
+    def _set_isr(self, part: PartitionState, isr: list[int]) -> None:
+        """A new ISR; under ``kraft`` the ELR and last known ELR follow it as
+        PartitionChangeBuilder.maybePopulateTargetElr computes them, and an unclean leader's first
+        ISR expansion marks it RECOVERED."""
+        old, part.isr = part.isr, list(isr)
+        if not self.kraft:
+            return
+        if part.recovering and len(part.isr) > len(old):
+            part.recovering = False
+        if len(part.isr) >= part.min_isr:
+            part.elr, part.last_known_elr = [], []
+            return
+        candidates = set(part.elr) | set(old)
+        part.elr = sorted(candidates - set(part.isr))
+        part.last_known_elr = sorted((candidates | set(part.last_known_elr)) - set(part.isr) - set(part.elr))
 
     def advance(self, ms: int) -> None:
         """Move the clock; run the periodic checkpoints and ISR shrinks that fall due on the way."""
@@ -457,7 +487,7 @@ class Cluster:
             part.caught_up_ms[f] = self.now
         epoch_start = next((s for e, s in leader.epochs if e == part.epoch), 0)
         if f not in part.isr and offset >= leader.hw and offset >= epoch_start:
-            part.isr.append(f)
+            self._set_isr(part, [*part.isr, f])
             self.event(
                 f"broker-{part.leader}", "isr_expand", topic=part.topic, partition=part.partition, isr=list(part.isr), broker=f
             )
@@ -545,9 +575,12 @@ class Cluster:
             if f != part.leader
             and self.now - part.caught_up_ms.get(f, self.now) > LAG_TIME_MAX_MS
             and (part.remote_leo.get(f) or 0) < leader.leo
+            # under kraft a live follower at the leader's end is caught up: it fetches all along (the
+            # model fetches only in fetch rounds), so an idle partition keeps it in its ISR
+            and not (self.kraft and self.brokers[f].alive and self.replica(f, part.topic, part.partition).leo >= leader.leo)
         ]
         if out:
-            part.isr = [b for b in part.isr if b not in out]
+            self._set_isr(part, [b for b in part.isr if b not in out])
             self.event(
                 f"broker-{part.leader}", "isr_shrink", topic=part.topic, partition=part.partition, isr=list(part.isr), removed=out
             )
@@ -625,6 +658,11 @@ class Cluster:
         self.brokers[b].clean_marker = False
         self.event(f"broker-{b}", "kill9")
         self._leader_lost(b)
+        if self.kraft:  # the controller fences it when its session expires: it leaves every ISR
+            for part in self.partitions.values():
+                if b in part.isr:
+                    self._set_isr(part, [x for x in part.isr if x != b])
+            self.event("controller", "fenced", broker=b)
 
     def power_loss(self, b: int) -> None:
         """A power cut (or kernel crash): as ``crash``, but what was not flushed to disk is gone. Kafka
@@ -642,8 +680,8 @@ class Cluster:
     def stop(self, b: int) -> None:
         """Controlled shutdown: leadership moves away first, checkpoints are flushed, marker written."""
         for part in self.partitions.values():
-            if b in part.isr and len(part.isr) > 1:
-                part.isr = [x for x in part.isr if x != b]
+            if b in part.isr and (len(part.isr) > 1 or self.kraft and part.leader != b):
+                self._set_isr(part, [x for x in part.isr if x != b])
         self._leader_lost(b, error="controlled shutdown")
         self.checkpoint(brokers=[b])
         self.brokers[b].alive = False
@@ -658,10 +696,13 @@ class Cluster:
             self._fail_pending(part, f"NOT_LEADER_OR_FOLLOWER: {error}")
             cand = [x for x in part.replicas if x in part.isr and x != b and self.brokers[x].alive]
             if cand:
-                part.isr = [x for x in part.isr if x != b]
+                self._set_isr(part, [x for x in part.isr if x != b])
                 self._make_leader(part, cand[0], unclean=False, reason=error)
             else:
                 part.leader = -1
+                if self.kraft:  # the ISR may empty (its last member joins the ELR); leader -1 bumps the epoch
+                    self._set_isr(part, [x for x in part.isr if x != b])
+                    part.epoch += 1
                 self.event("controller", "offline", topic=part.topic, partition=part.partition, isr=list(part.isr))
 
     def restart(self, b: int) -> None:
@@ -670,13 +711,16 @@ class Cluster:
         br = self.brokers[b]
         br.alive, br.clean_marker = True, False
         self.event(f"broker-{b}", "start", after="kill9" if br.crashed else "clean_shutdown")
-        br.crashed = False
+        unclean_shutdown, br.crashed = br.crashed, False
         for part in self.partitions.values():
             if b not in part.replicas:
                 continue
+            if self.kraft and unclean_shutdown and b in part.elr:  # handleBrokerUncleanShutdown: not eligible any more
+                part.elr = [x for x in part.elr if x != b]
+                part.last_known_elr = sorted({*part.last_known_elr, b})
             rep = self.replica(b, part.topic, part.partition)
             rep.hw = min(rep.ckpt_hw or 0, rep.leo)
-            if part.leader < 0 and b in part.isr:
+            if part.leader < 0 and (b in part.isr or self.kraft and not part.isr and b in part.elr):
                 self._make_leader(part, b, unclean=False, reason="ISR member came back")
             elif part.leader >= 0:
                 self._become_follower(part, rep)
@@ -684,19 +728,24 @@ class Cluster:
     def elect(self, topic: str, partition: int, leader: int, *, unclean: bool = False) -> None:
         """An explicit election (kafka-leader-election; unclean = --election-type unclean)."""
         part = self.part(topic, partition)
-        if not unclean and leader not in part.isr:
+        eligible = leader in part.isr or self.kraft and not part.isr and leader in part.elr
+        if not unclean and not eligible:
             raise ValueError(f"broker {leader} is not in the ISR {part.isr}: a clean election cannot pick it")
         self._fail_pending(part, "NOT_LEADER_OR_FOLLOWER: new leader")
-        self._make_leader(part, leader, unclean=unclean and leader not in part.isr, reason="election")
+        self._make_leader(part, leader, unclean=unclean and not eligible, reason="election")
 
     def _make_leader(self, part: PartitionState, b: int, *, unclean: bool, reason: str) -> None:
         if reason != "create":
             part.epoch += 1
         rep = self.replica(b, part.topic, part.partition)
-        committed_before = part.committed
+        committed_before, prev_isr = part.committed, list(part.isr)
         part.leader = b
+        source = "outside_isr" if unclean else "isr"
         if unclean:
             part.isr = [b]
+            part.elr, part.last_known_elr, part.recovering = [], [], self.kraft
+        elif self.kraft and b not in part.isr and b in part.elr:  # elected from the ELR (KIP-966): a clean election
+            part.isr, part.elr, source = [b], [x for x in part.elr if x != b], "elr"
         rep.assign_epoch(part.epoch, rep.leo)
         part.remote_leo = {f: None for f in part.replicas if f != b}
         part.caught_up_ms = {f: self.now for f in part.isr if f != b}
@@ -711,6 +760,7 @@ class Cluster:
             isr=list(part.isr),
             unclean=unclean,
             reason=reason,
+            **({"elected_from": source, "prev_isr": prev_isr, "elr": list(part.elr)} if self.kraft and reason != "create" else {}),
             committed_before=committed_before,
         )
         for f in part.replicas:

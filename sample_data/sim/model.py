@@ -175,6 +175,9 @@ class PartitionState:
     caught_up_ms: dict[int, int] = field(default_factory=dict)
     committed: int = 0  # the highest HW any leader ever reached: every offset below was committed
     compacted: bool = False
+    elr: list[int] = field(default_factory=list)  # eligible leader replicas (KIP-966; a KRaft cluster's, ``Cluster(kraft=True)``)
+    last_known_elr: list[int] = field(default_factory=list)
+    recovering: bool = False  # leaderRecoveryState RECOVERING: an unclean leader not yet past its first ISR expansion
 
     @property
     def tp(self) -> tuple[str, int]:

@@ -92,6 +92,10 @@ class ControllerQuorum:
         self.epoch = 0
         self.epoch_start = 0
         self.committed: dict[int, BatchSpec] = {}  # base offset -> the batch committed there
+        # the metadata image at an end offset, as records (besides metadata.version): what a snapshot
+        # restates; set by whoever writes the records (sample_data.sim.controller), else none
+        self.image = None
+        self.images: dict[tuple[int, int], list[bytes]] = {}  # (end offset, epoch) -> a snapshot's image records
         self.events: list[dict] = []
 
     def _event(self, action: str, **kw) -> None:
@@ -183,6 +187,8 @@ class ControllerQuorum:
         if n.hw > 0 and (not n.snapshots or n.snapshots[-1][0] < n.hw):
             last = next(b for b in n.log if b.base_offset < n.hw <= b.next_offset)
             n.snapshots.append((n.hw, last.partition_leader_epoch))
+            if self.image is not None:
+                self.images[n.snapshots[-1]] = self.image(n.hw)
             self._event("raft_snapshot", node=node, offset=n.hw, epoch=last.partition_leader_epoch)
 
     # -- failures --------------------------------------------------------------------------------
@@ -233,8 +239,9 @@ class ControllerQuorum:
             else:
                 root = out_dir / f"broker-{n.node}"
             state = rl.quorum_state_text(n.leader, n.epoch, n.voted, voters=self.voters) if n.epoch else None
-            snaps = [rl.RaftSnapshot(end, epoch, tuple(rl.snapshot_batches(epoch, self.now, self.now,
-                                                                           [rl.feature_level_record("metadata.version", METADATA_VERSION)])))
+            snaps = [rl.RaftSnapshot(end, epoch, tuple(rl.snapshot_batches(
+                epoch, self.now, self.now, [rl.feature_level_record("metadata.version", METADATA_VERSION),
+                                            *self.images.get((end, epoch), [])])))
                      for end, epoch in n.snapshots]
             rl.write_metadata_log(root, n.log, quorum_state=state, snapshots=snaps,
                                   clean=(clean or {}).get(n.node, False) if not n.voter else n.running,

@@ -115,6 +115,9 @@ def unclean_elections(cluster: Cluster) -> list[dict]:
     for e in cluster.events:
         if e["action"] != "leader" or not e["unclean"]:
             continue
+        if "elected_from" in e:  # KRaft: the metadata log records it (sample_data.sim.controller)
+            out.append(recorded_unclean_election(cluster, e))
+            continue
         start, committed = e["epoch_start_offset"], e["committed_before"]
         lost = max(0, committed - start)
         sources = ["event_log"]
@@ -151,6 +154,18 @@ def unclean_elections(cluster: Cluster) -> list[dict]:
             )
         )
     return out
+
+
+def recorded_unclean_election(cluster: Cluster, e: dict) -> dict:
+    """An unclean election the KRaft metadata log records (leaderRecoveryState RECOVERING): the
+    record names the new leader and the ISR it was elected from, and the new leader's files where
+    its epoch starts; what it lost is told by the loss or divergence findings of that range. An
+    error whatever was lost: the record alone says that records acknowledged by the ISR may be gone."""
+    start = _epoch_start(cluster.replica(e["leader"], e["topic"], e["partition"]), e["epoch"])
+    return _finding("unclean_leader_election", "error", e["topic"], e["partition"], [e["leader"], *e["prev_isr"]], start, None, None,
+                    f"broker {e['leader']} was elected leader for epoch {e['epoch']} from outside the ISR {e['prev_isr']} (the "
+                    "metadata log's PartitionChangeRecord, leaderRecoveryState RECOVERING)",
+                    leader_epochs=[e["epoch"]], time_ms=e["t_ms"], evidence_sources=["files"])
 
 
 def _old_lineage_hw_above(cluster: Cluster, e: dict) -> int | None:
@@ -547,6 +562,10 @@ def must_not_report(cluster: Cluster, findings: list[dict]) -> list[dict]:
     if quorum is not None and not quorum.committed_lost():
         add("metadata_log_divergence", "__cluster_metadata", 0, "a copy of the metadata log that parts from the leader's holds only "
             "records never committed (a failover's uncommitted tail): Raft truncates them when that node next fetches")
+    for e in cluster.events:
+        if e["action"] == "leader" and e.get("elected_from") == "elr":
+            add("unclean_leader_election", e["topic"], e["partition"], f"broker {e['leader']} was elected from the eligible leader "
+                f"replicas {sorted([e['leader'], *e['elr']])} with the ISR empty (KIP-966): a clean election")
     for (topic, p), part in sorted(cluster.partitions.items()):
         reps = [cluster.replica(b, topic, p) for b in part.replicas]
         if any(r.ckpt_hw is not None and r.ckpt_hw < r.leo for r in reps):
