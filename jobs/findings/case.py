@@ -135,12 +135,14 @@ class Case:
             stage("jobs: epoch lineage, offset ranges")
             ranges = beside.submit(lambda: self._written(offset_ranges.build(t, self.replica_logs), "offset_ranges"))
             broker = beside.submit(lambda: self._written(metadata.broker_events(t["metadata_records"]), "broker_events"))
-            self.epoch_lineage = self._written(epoch_lineage.build(t, self.replica_logs, self.logged_leaders), "epoch_lineage")
+            lineage = epoch_lineage.build(epoch_lineage.epoch_starts(t).collect(), self.rl, self.logged_leaders)
+            self.epoch_lineage = self._written(local_frame(self.spark, lineage, epoch_lineage.SCHEMA).coalesce(1), "epoch_lineage")
             self.offset_ranges, broker_events = ranges.result(), broker.result()
 
         def write_timeline() -> None:
             stage("jobs: timeline")
-            tl = timeline.build(self.metadata_events, broker_events, self.epoch_lineage, self.log_events, t["consumer_offsets"],
+            epochs = local_frame(self.spark, timeline.epoch_starts(self.lineage), timeline.EPOCHS)
+            tl = timeline.build(self.metadata_events, broker_events, epochs, self.log_events, t["consumer_offsets"],
                                 self.replica_logs.select("topic", "partition", "broker"),
                                 quorum=local_frame(self.spark, [tuple(r[c] for c in timeline.COLUMNS)
                                                                 for r in quorum.quorum_rows(self.metadata_log)], timeline.TIMELINE))
@@ -171,7 +173,7 @@ class Case:
             return self._locks.setdefault(key, threading.RLock())
 
     def close(self) -> None:
-        for df in (self.__dict__.get(n) for n in ("diffs", "batches", "not_everywhere", "ledger_records", "logged_leaders")):
+        for df in (self.__dict__.get(n) for n in ("diffs", "batches", "not_everywhere", "ledger_records")):
             if df is not None:
                 df.unpersist()
 
@@ -248,14 +250,16 @@ class Case:
         return [] if self.replicas_agree else compare.diff_ranges(self.diffs, self.replica_logs).collect()
 
     @once_property
-    def logged_leaders(self) -> DataFrame:
-        """The leaders the metadata log and the broker logs name, per epoch (``epoch_lineage.logged_leaders``)."""
-        return epoch_lineage.logged_leaders(self.metadata_events, self.log_events).cache()
-
-    @once_property
     def current(self) -> dict:
         """Per partition, (leader, epoch) of the latest epoch the metadata log names a leader of."""
-        return epoch_lineage.current_leaders(self.logged_leaders.collect())
+        return epoch_lineage.current_leaders(self.logged_leaders)
+
+    @once_property
+    def logged_leaders(self) -> list:
+        """The leaders the metadata log and the broker logs name, one row per epoch
+        (``epoch_lineage.logged_leaders``): the lineage and ``current`` read them."""
+        meta, logs = epoch_lineage.leadership_events(self.metadata_events, self.tables["log_events"])
+        return epoch_lineage.logged_leaders(meta.collect(), logs.collect())
 
     @once_property
     def metadata_log(self) -> MetadataLogComparison:

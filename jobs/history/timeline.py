@@ -61,9 +61,35 @@ def named_log_events(log_events: DataFrame, names: DataFrame) -> DataFrame:
     return j.withColumn("topic", F.coalesce("topic", "id_topic")).drop("id_topic")
 
 
-def build(meta_events: DataFrame, broker_events: DataFrame, lineage: DataFrame, log_events: DataFrame,
+EPOCHS = T.StructType([  # one row per partition and leader epoch (``epoch_starts``)
+    T.StructField("topic", T.StringType()), T.StructField("partition", T.IntegerType()), T.StructField("leader_epoch", T.IntegerType()),
+    T.StructField("start", T.LongType()), T.StructField("ts", T.LongType()), T.StructField("leader", T.IntegerType()),
+    T.StructField("on", T.ArrayType(T.IntegerType())),
+])
+
+
+def epoch_starts(lineage: list) -> list[tuple]:
+    """Per partition and leader epoch (rows of ``EPOCHS``), from the epoch_lineage rows (one per
+    epoch and replica, collected): where the epoch starts (its first batch, else its checkpoint
+    entry), its first timestamp, its leader and the brokers that hold it. Per epoch, so it is
+    folded on the driver from the rows the detectors collect anyway, not by a Spark aggregate
+    (a stage of its own for a few rows)."""
+    by: dict[tuple, list] = {}
+    for r in lineage:
+        by.setdefault((r["topic"], r["partition"], r["leader_epoch"]), []).append(r)
+    out = []
+    for key, rows in by.items():
+        starts = [r["batch_start_offset"] if r["batch_start_offset"] is not None else r["checkpoint_start_offset"] for r in rows]
+        ts = [r["first_timestamp"] for r in rows if r["first_timestamp"] is not None]
+        leader = next((r["likely_leader"] for r in rows if r["likely_leader"] is not None), None)
+        out.append((*key, min((v for v in starts if v is not None), default=None), min(ts, default=None), leader,
+                    sorted({r["broker"] for r in rows if r["broker"] is not None})))
+    return out
+
+
+def build(meta_events: DataFrame, broker_events: DataFrame, epochs: DataFrame, log_events: DataFrame,
           consumer: DataFrame, replicas: DataFrame, quorum: DataFrame | None = None) -> DataFrame:
-    """``replicas``: (topic, partition, broker) of every replica collected; ``quorum``: the
+    """``epochs``: ``EPOCHS`` rows (``epoch_starts``); ``replicas``: (topic, partition, broker) of every replica collected; ``quorum``: the
     controller quorum's rows of ``__cluster_metadata`` partition 0 (``jobs.history.quorum``), in TIMELINE's shape."""
     parts = [] if quorum is None else [quorum.select(*COLUMNS)]
     parts.append(_select(
@@ -73,14 +99,8 @@ def build(meta_events: DataFrame, broker_events: DataFrame, lineage: DataFrame, 
         severity=F.when(F.col("election") == "unclean", "error").when(F.col("election") == "offline", "warning"),
         detail=F.col("detail"), path=F.col("path"), position=F.col("batch_position"), seq=F.col("meta_offset"),
     ))
-    ep = lineage.groupBy("topic", "partition", "leader_epoch").agg(
-        F.min(F.coalesce("batch_start_offset", "checkpoint_start_offset")).alias("start"),
-        F.min("first_timestamp").alias("ts"),
-        F.first("likely_leader", ignorenulls=True).alias("leader"),
-        F.sort_array(F.collect_set("broker")).alias("on"),
-    )
     parts.append(_select(
-        ep, topic=F.col("topic"), partition=F.col("partition"),
+        epochs, topic=F.col("topic"), partition=F.col("partition"),
         time=F.when(F.col("ts") >= 0, F.timestamp_millis("ts")), source=F.lit("leader_epoch"), event=F.lit("epoch_start"),
         leader=F.col("leader"), leader_epoch=F.col("leader_epoch"), offset=F.col("start"),
         detail=F.concat(F.lit("leader epoch "), F.col("leader_epoch").cast("string"), F.lit(" starts at offset "),
