@@ -48,6 +48,8 @@ PARTITION_SCHEMA = T.StructType([T.StructField("topic", T.StringType()), T.Struc
 # Past this many replicas with unmatched batches, the records are not filtered by literal offset
 # windows (one predicate each; Spark plans and pushes down every one): the joins keep them exact.
 MAX_RECORD_WINDOWS = 256
+# (topic, partition, broker) rows: the replicas collected, for the timeline's node-level facts
+REPLICAS = T.StructType([*PARTITION_SCHEMA.fields, T.StructField("broker", T.IntegerType())])
 JOB_TABLES = ["replica_logs", "epoch_lineage", "offset_ranges", "metadata_events", "broker_events", "timeline", "findings", "restart_preview"]
 
 
@@ -143,10 +145,12 @@ class Case:
             stage("jobs: timeline")
             epochs = local_frame(self.spark, timeline.epoch_starts(self.lineage), timeline.EPOCHS)
             tl = timeline.build(self.metadata_events, broker_events, epochs, self.log_events, t["consumer_offsets"],
-                                self.replica_logs.select("topic", "partition", "broker"),
+                                local_frame(self.spark, list(dict.fromkeys((r["topic"], r["partition"], r["broker"]) for r in self.rl)), REPLICAS),
                                 quorum=local_frame(self.spark, [tuple(r[c] for c in timeline.COLUMNS)
                                                                 for r in quorum.quorum_rows(self.metadata_log)], timeline.TIMELINE))
-            write_table(tl.orderBy("topic", "partition", F.col("time").asc_nulls_last(), "seq").coalesce(1), self.out, "timeline")
+            # (one sorted file: one shuffle into one partition, where orderBy sampled the rows first in a job of its own)
+            write_table(tl.repartition(1).sortWithinPartitions("topic", "partition", F.col("time").asc_nulls_last(), "seq"),
+                        self.out, "timeline")
 
         if pool is None:
             write_timeline()
@@ -258,8 +262,13 @@ class Case:
     def logged_leaders(self) -> list:
         """The leaders the metadata log and the broker logs name, one row per epoch
         (``epoch_lineage.logged_leaders``): the lineage and ``current`` read them."""
+        return epoch_lineage.logged_leaders(*self.leadership_events)
+
+    @once_property
+    def leadership_events(self) -> tuple[list, list]:
+        """``epoch_lineage.leadership_events``, collected (per event): who led, and the topic names."""
         meta, logs = epoch_lineage.leadership_events(self.metadata_events, self.tables["log_events"])
-        return epoch_lineage.logged_leaders(meta.collect(), logs.collect())
+        return meta.collect(), logs.collect()
 
     @once_property
     def metadata_log(self) -> MetadataLogComparison:
@@ -282,8 +291,11 @@ class Case:
     # -- history ----------------------------------------------------------------------------
     @once_property
     def log_events(self) -> DataFrame:
-        """Broker log events with topic names resolved from the metadata log."""
-        return timeline.named_log_events(self.tables["log_events"], timeline.topic_names(self.metadata_events))
+        """Broker log events with topic names resolved from the metadata log (its topics' names,
+        from the rows collected for ``leadership_events``: one per topic, not an aggregate each time
+        a query reads the log events)."""
+        names = sorted((i, n) for i, ns in epoch_lineage.topic_names(self.leadership_events[0]).items() for n in ns)
+        return timeline.named_log_events(self.tables["log_events"], local_frame(self.spark, names, timeline.TOPIC_NAMES))
 
     @once_property
     def history(self) -> dict:

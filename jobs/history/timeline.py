@@ -51,8 +51,8 @@ def _select(df: DataFrame, **cols) -> DataFrame:
                        for c in COLUMNS])
 
 
-def topic_names(meta_events: DataFrame) -> DataFrame:
-    return meta_events.where(F.col("topic").isNotNull()).select("topic_id", F.col("topic").alias("id_topic")).distinct()
+# (topic_id, id_topic): the names the metadata log gives topic ids (``epoch_lineage.topic_names``)
+TOPIC_NAMES = T.StructType([T.StructField("topic_id", T.StringType()), T.StructField("id_topic", T.StringType())])
 
 
 def named_log_events(log_events: DataFrame, names: DataFrame) -> DataFrame:
@@ -89,7 +89,8 @@ def epoch_starts(lineage: list) -> list[tuple]:
 
 def build(meta_events: DataFrame, broker_events: DataFrame, epochs: DataFrame, log_events: DataFrame,
           consumer: DataFrame, replicas: DataFrame, quorum: DataFrame | None = None) -> DataFrame:
-    """``epochs``: ``EPOCHS`` rows (``epoch_starts``); ``replicas``: (topic, partition, broker) of every replica collected; ``quorum``: the
+    """``epochs``: ``EPOCHS`` rows (``epoch_starts``); ``replicas``: (topic, partition, broker) of every replica
+    collected, once each; ``quorum``: the
     controller quorum's rows of ``__cluster_metadata`` partition 0 (``jobs.history.quorum``), in TIMELINE's shape."""
     parts = [] if quorum is None else [quorum.select(*COLUMNS)]
     parts.append(_select(
@@ -110,15 +111,16 @@ def build(meta_events: DataFrame, broker_events: DataFrame, epochs: DataFrame, l
     ))
     le = log_events.where(F.col("event").isin(*PARTITION_LOG_EVENTS) & F.col("topic").isNotNull() & F.col("partition").isNotNull())
     parts.append(_log_rows(le))
-    # node-level facts, copied to each partition the node holds a replica of
-    reps = replicas.select("topic", "partition", F.col("broker").alias("node")).distinct()
+    # node-level facts, copied to each partition the node holds a replica of: the log lines and the
+    # metadata records as rows first, then one join for both
+    reps = replicas.select("topic", "partition", F.col("broker").alias("node"))
     nle = log_events.where(F.col("event").isin(*NODE_LOG_EVENTS)).withColumn("node", F.coalesce("node", "broker"))
-    parts.append(_log_rows(nle.drop("topic", "partition").join(reps, "node")))
-    nme = broker_events.where(F.col("event").isin(*NODE_META_EVENTS)).join(reps, "node")
-    parts.append(_select(
-        nme, topic=F.col("topic"), partition=F.col("partition"), time=F.col("time"), source=F.lit("metadata"), node=F.col("node"),
+    nme = broker_events.where(F.col("event").isin(*NODE_META_EVENTS))
+    node_rows = _log_rows(nle.withColumn("topic", F.lit(None)).withColumn("partition", F.lit(None))).unionByName(_select(
+        nme, time=F.col("time"), source=F.lit("metadata"), node=F.col("node"),
         event=F.col("event"), detail=F.col("detail"), path=F.col("path"), position=F.col("batch_position"), seq=F.col("meta_offset"),
     ))
+    parts.append(node_rows.drop("topic", "partition").join(reps, "node").select(*COLUMNS))
     last = consumer.where(F.col("record_type") == "offset_commit")
     last = last.groupBy("group", "topic", "partition").agg(
         F.max_by(F.struct("committed_offset", "commit_timestamp", "path", "offset", "broker", "tombstone"), "offset").alias("c")

@@ -61,19 +61,27 @@ def leadership_events(meta_events: DataFrame, log_events: DataFrame) -> tuple[Da
     return meta, logs
 
 
-def logged_leaders(meta: list, logs: list) -> list[dict]:
+def topic_names(meta: list) -> dict[str, set]:
+    """Per topic id, the names the collected metadata rows give it (one, but for a damaged log)."""
+    names: dict[str, set] = {}
+    for r in meta:
+        if r["topic_id"] is not None and r["topic"] is not None:
+            names.setdefault(r["topic_id"], set()).add(r["topic"])
+    return names
+
+
+def logged_leaders(meta: list, logs: list, names: dict[str, set] | None = None) -> list[dict]:
     """(topic, partition, leader_epoch, leader, leader_evidence) from the metadata log, else from the
     broker and controller logs, of the collected ``leadership_events``. A log line naming only its
-    topic id is named from the metadata log, as ``jobs.history.timeline.named_log_events`` does.
+    topic id is named from the metadata log (``names``: ``topic_names(meta)`` unless given), as
+    ``jobs.history.timeline.named_log_events`` does.
 
     Why on the driver: per epoch from rows per event, and in Spark these were five aggregates and
     three joins (~8 Spark jobs whatever the rows)."""
     # a topic deleted and created again restarts its epochs: only its latest topic id counts
     latest: dict[str, tuple] = {}
-    names: dict[str, set] = {}
+    names = topic_names(meta) if names is None else names
     for r in meta:
-        if r["topic_id"] is not None:
-            names.setdefault(r["topic_id"], set()).add(r["topic"])
         if r["meta_offset"] is not None and (r["topic"] not in latest or r["meta_offset"] > latest[r["topic"]][0]):
             latest[r["topic"]] = (r["meta_offset"], r["topic_id"])
     by_meta = _one_leader([r for r in meta if r["topic_id"] is not None and latest.get(r["topic"], (0, None))[1] == r["topic_id"]],
