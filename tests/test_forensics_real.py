@@ -272,7 +272,7 @@ def test_rejoined_leaders_from_the_broker_logs_alone(analyzed, spark):
 
 
 # Spark jobs the job tables of the real crash-only collection may take (each is a query's stage:
-# planning, code generation, scheduling, ~0.1 s whatever its rows). 51 before the lineage, its
+# planning, code generation, scheduling, ~0.1 s whatever its rows). 47 before the lineage, its
 # logged leaders and the timeline's epoch rows were decided on the driver from collected rows.
 JOB_TABLE_JOBS = 38
 
