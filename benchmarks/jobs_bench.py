@@ -20,6 +20,7 @@ import os
 import statistics
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -61,6 +62,7 @@ class StageClock:
     def __init__(self, spark) -> None:
         self.spark, self.rows = spark, []
         self._name, self._t, self._jobs, self._cpu = None, 0.0, 0, 0.0
+        self._lock = threading.Lock()  # (the timeline's thread and the detectors' call it at once)
 
     def _job_count(self) -> int:
         ids = self.spark.sparkContext.statusTracker().getJobIdsForGroup(None)
@@ -77,10 +79,11 @@ class StageClock:
         return len(seen)
 
     def __call__(self, name: str | None) -> None:
-        now, jobs, cpu = time.monotonic(), self._job_count(), tree_cpu()
-        if self._name is not None:
-            self.rows.append((self._name, now - self._t, jobs - self._jobs, self._stages(self._jobs, jobs), cpu - self._cpu))
-        self._name, self._t, self._jobs, self._cpu = name, now, jobs, cpu
+        with self._lock:
+            now, jobs, cpu = time.monotonic(), self._job_count(), tree_cpu()
+            if self._name is not None:
+                self.rows.append((self._name, now - self._t, jobs - self._jobs, self._stages(self._jobs, jobs), cpu - self._cpu))
+            self._name, self._t, self._jobs, self._cpu = name, now, jobs, cpu
 
 
 def floors(spark, repeat: int = 5) -> dict[str, float]:
