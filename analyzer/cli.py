@@ -445,7 +445,7 @@ def salvage(
     except InputError as exc:  # SalvageError
         raise fail(str(exc)) from None
     if not quiet:
-        say(done.text())
+        say(done.summary_line())
     if format == "json":
         print(json.dumps(done.to_json()))
 

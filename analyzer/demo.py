@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import TextIO
 
 from jobs.errors import InputError
+from jobs.findings.kinds import ACKED_DATA_LOSS
 from parsers.files import detect, parse_path
 from sample_data.scenarios import SCENARIOS, generate, simulate, unusable_size
 from sample_data.sim.cluster import Size
@@ -83,7 +84,7 @@ def same_brokers(found: dict, want: dict) -> bool:
 
 def _who(f: dict) -> str:
     """The brokers a finding names, in words (a loss: its surviving log and where to salvage)."""
-    if f["kind"] != "acked_data_loss" or "surviving_broker" not in f:
+    if f["kind"] != ACKED_DATA_LOSS or "surviving_broker" not in f:
         return f"brokers {f['brokers']}"
     surviving = "undetermined" if f["surviving_broker"] is None else f"broker {f['surviving_broker']}"
     return f"surviving log {surviving}, salvage {f.get('salvage_brokers') or []}"

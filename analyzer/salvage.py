@@ -51,7 +51,8 @@ class Salvaged:
     findings: list[str]
     left_out: dict[str, int] = field(default_factory=dict)
 
-    def text(self) -> str:
+    def summary_line(self) -> str:
+        """The one line ``salvage`` prints when done (without --json)."""
         left = ", ".join(f"{n} {LEFT_OUT[k]}" for k, n in sorted(self.left_out.items()) if n)
         return (f"salvaged {self.records} records of {len(self.findings)} finding{'s' * (len(self.findings) != 1)} into {self.out}"
                 + (f"; left out: {left}" if left else ""))

@@ -25,8 +25,10 @@ from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from jobs.findings.kinds import LOSS_KINDS
+
 # a record covered by several findings belongs to the first of these (then findings.json's order)
-KIND_ORDER = ("acked_data_loss", "replica_divergence", "truncation_below_hw")
+KIND_ORDER = LOSS_KINDS
 LEFT_OUT = {
     "identical": "the surviving log holds identically",
     "aborted": "aborted transactional",

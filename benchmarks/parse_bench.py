@@ -333,7 +333,7 @@ def py_records(data: bytes) -> int:
 def breakdown(path: str, limit_bytes: int, repeat: int) -> dict:
     """ns/record of the decode and SHA-256 kernels on the first ``limit_bytes`` of a segment."""
     from parsers import _kernels as K
-    from parsers.headers import HEADER_COLUMNS, H
+    from parsers.headers import HEADER_COLUMNS, RECORD_COLUMNS, H
 
     with open(path, "rb") as f:
         data = f.read(limit_bytes + 64 * 1024)
@@ -347,7 +347,7 @@ def breakdown(path: str, limit_bytes: int, repeat: int) -> dict:
     K.read_headers(buf, pos, size, 1 << 62, K.CRC32C_TABLE, K.CRC32_TABLE, h)
     starts, ends, counts = pos + HEADER_SIZE, pos + size, h[:, H.RECORDS_COUNT].copy()
     nrec_total = int(counts.sum())
-    out = np.zeros((nrec_total, 11), np.int64)
+    out = np.zeros((nrec_total, RECORD_COLUMNS), np.int64)
     err = np.zeros(n, np.int64)
     nrec = np.zeros(n, np.int64)
     log_append = np.zeros(n, np.bool_)

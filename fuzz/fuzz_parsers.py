@@ -80,9 +80,9 @@ TXN_RECORDS = [
 
 # every kind a parser may report: the contract's vocabulary plus the project's additions
 try:
-    from jobs.findings.registry import KIND_SEVERITY
+    from jobs.findings.registry import FINDING_KINDS
 
-    VOCABULARY = frozenset(KIND_SEVERITY)
+    VOCABULARY = frozenset(FINDING_KINDS)
 except ImportError:  # pragma: no cover - jobs needs pyspark; the parsers do not
     VOCABULARY = frozenset()
 

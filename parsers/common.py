@@ -14,6 +14,7 @@ import os
 import stat
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 import pyarrow as pa
 
@@ -48,13 +49,16 @@ class lazy_module:  # noqa: N801  (used as a module: ``K = lazy_module(...)``, t
         return value
 
 
-@dataclass(frozen=True)
-class Problem:
-    """One thing wrong with a file, at a byte position (or a 1-based line for text files)."""
+class Problem(NamedTuple):
+    """One thing wrong with a file, at a byte position (or a 1-based line for text files): what a
+    parser, the ingest task, discovery and the archive reader all say. ``path`` names the file
+    where the problem is not a parse's own (discovery, an archive entry); a parse's problems are
+    its file's. A tuple, so a ``(position, kind, detail)`` reads as one."""
 
     position: int
     kind: str
     detail: str
+    path: str | None = None
 
 
 @dataclass

@@ -90,6 +90,25 @@ class H(IntEnum):
 HEADER_COLUMNS = len(H)
 
 
+class R(IntEnum):
+    """Columns of the int64 record matrix (one row per v2 record) ``_kernels.decode_v2`` fills."""
+
+    BATCH = 0  # the batch's index among those decoded together
+    OFFSET = 1  # base offset + offset delta
+    TIMESTAMP = 2  # base timestamp + delta, or the batch's max timestamp under LOG_APPEND_TIME
+    POSITION = 3  # where the record starts (its length varint)
+    KEY_POSITION = 4
+    KEY_LENGTH = 5  # -1: null key
+    VALUE_POSITION = 6
+    VALUE_LENGTH = 7  # -1: null value
+    HEADERS = 8  # the record's header count
+    HEADERS_POSITION = 9  # where its headers' bytes start
+    HEADERS_LENGTH = 10
+
+
+RECORD_COLUMNS = len(R)
+
+
 # The batch hop's stop codes (``_kernels.scan``): here so the driver can read a span's stop
 # (``segment.Span``) without loading the kernels.
 STOP_END = 0  # reached the end exactly at a batch boundary

@@ -17,7 +17,6 @@ Work is chunked (``chunk_bytes``) so a 1 GB segment streams through bounded memo
 
 from __future__ import annotations
 
-import binascii
 import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -27,11 +26,13 @@ import numpy as np
 import pyarrow as pa
 
 from . import default_records, legacy_records
-from .codecs import CODEC_MASK, codec_name
+from .codecs import CODEC_LZ4, CODEC_MASK, CODEC_ZSTD, codec_name
 from .common import Parsed, Problem, empty_table, lazy_module, problems_table
 from .headers import (
+    DEFAULT_RECORD_BATCH,
     HEADER_COLUMNS,
     HEADER_SIZE_UP_TO_MAGIC,
+    LEGACY_ATTRIBUTES,
     LOG_OVERHEAD,
     MAGIC_OFFSET,
     RECORD_OVERHEAD_V0,
@@ -390,17 +391,17 @@ def _impossible_first_header(buf: np.ndarray, end: int) -> str | None:
     if magic not in (0, 1, 2):
         return f"the magic byte at position {MAGIC_OFFSET} is {magic}, not 0, 1 or 2"
     if magic == 2 and end >= V2_HEADER_SIZE:
-        attributes, last_offset_delta = np.frombuffer(buf[21:27].tobytes(), np.dtype([("a", ">i2"), ("d", ">i4")]))[0]
-        count = int(np.frombuffer(buf[57:61].tobytes(), ">i4")[0])
-        if last_offset_delta < 0 or count < 0 or (attributes & CODEC_MASK) > 4:
+        head = np.frombuffer(buf[:V2_HEADER_SIZE].tobytes(), DEFAULT_RECORD_BATCH)[0]
+        attributes, last_offset_delta, count = head["attributes"], head["last_offset_delta"], int(head["records_count"])
+        if last_offset_delta < 0 or count < 0 or (attributes & CODEC_MASK) > CODEC_ZSTD:  # zstd: the newest codec
             return (
                 f"its v2 header is impossible (lastOffsetDelta {int(last_offset_delta)}, record count {count}, "
                 f"codec id {int(attributes) & CODEC_MASK})"
             )
-    if magic < 2 and end > MAGIC_OFFSET + 1:
-        attributes = int(buf[MAGIC_OFFSET + 1])
+    if magic < 2 and end > LEGACY_ATTRIBUTES:
+        attributes = int(buf[LEGACY_ATTRIBUTES])
         allowed = CODEC_MASK | (legacy_records.TIMESTAMP_TYPE_MASK if magic == 1 else 0)
-        if attributes & ~allowed or (attributes & CODEC_MASK) > 3:
+        if attributes & ~allowed or (attributes & CODEC_MASK) > CODEC_LZ4:  # v0/v1 know no zstd
             return f"its v{magic} message attributes 0x{attributes:02x} set bits no Kafka writer sets"
     return None
 
@@ -513,7 +514,8 @@ def hex_digests(digests: np.ndarray, valid: np.ndarray) -> pa.Array:
     """(n, 32) SHA-256 digests -> Arrow strings of 64 hex chars, null where not valid; no Python loop."""
     n = digests.shape[0]
     offsets = np.arange(0, (n + 1) * 64, 64, dtype=np.int32)
-    chars = binascii.hexlify(np.ascontiguousarray(digests).tobytes())
+    chars = np.empty(n * 32, np.uint16)  # (binascii.hexlify's bytes, at a fifth of its cost)
+    K.hex_rows(np.ascontiguousarray(digests), chars)
     arr = pa.Array.from_buffers(pa.string(), n, [None, pa.py_buffer(offsets), pa.py_buffer(chars)])
     if (~valid).any():
         arr = pa.compute.if_else(pa.array(valid), arr, pa.scalar(None, pa.string()))
@@ -544,8 +546,8 @@ def _records_table(pieces, positions, payloads, headers=False) -> pa.Table:
     for pc_ in pieces:
         src = pc_["buf"]
         n = len(pc_["batch_index"])
-        kd = np.zeros((n, 32), np.uint8)
-        vd = np.zeros((n, 32), np.uint8)
+        kd = np.empty((n, 32), np.uint8)  # (a null key's or value's row is left as is: hex_digests makes it null)
+        vd = np.empty((n, 32), np.uint8)
         K.sha256_many(src, pc_["key_pos"], pc_["key_len"], kd)
         K.sha256_many(src, pc_["value_pos"], pc_["value_len"], vd)
         t = {

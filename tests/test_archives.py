@@ -57,9 +57,9 @@ def test_hostile_tar_entries_refused(tmp_path):
     ])
     work = tmp_path / "out" / "_work"
     problems = extract(arc, work)
-    refused = {p["path"].split("/", 1)[1] for p in problems}
+    refused = {p.path.split("/", 1)[1] for p in problems}
     assert refused == {"../outside.txt", "/abs.txt", "ok/../../up.txt", "ok/link", "ok/abslink", "ok/hard", "ok/dev", "ok/fifo"}
-    assert {p["kind"] for p in problems} == {"unsafe_archive_entry"}
+    assert {p.kind for p in problems} == {"unsafe_archive_entry"}
     landed = sorted(p.relative_to(tmp_path).as_posix() for p in tmp_path.rglob("*") if p.is_file())
     assert landed == ["evil.tar.gz", "out/_work/ok/good.txt", "out/_work/ok/inner"]
     assert not (work / "ok" / "inner").is_symlink()  # links become copies, never links
@@ -71,7 +71,7 @@ def test_zip_with_traversal(tmp_path):
         zf.writestr("../../evil", b"no")
         zf.writestr("logs/meta.properties", b"broker.id=2\n")
     problems = extract(arc, tmp_path / "w")
-    assert [p["path"] for p in problems] == ["a.zip/../../evil"]
+    assert [p.path for p in problems] == ["a.zip/../../evil"]
     assert (tmp_path / "w" / "logs" / "meta.properties").is_file()
     assert not (tmp_path.parent / "evil").exists()
 
@@ -149,10 +149,10 @@ def test_nested_archives_are_refused_the_same_way_at_every_level(tmp_path):
     arc = _bundle(tmp_path, "outer.tar.gz", {"middle.zip": middle, "/abs-0": b"no"})
     work = tmp_path / "out" / "w"
     problems = extract(arc, work)
-    assert {p["path"] for p in problems} == {
+    assert {p.path for p in problems} == {
         "outer.tar.gz//abs-0", "outer.tar.gz/middle.zip/../escape-1", "outer.tar.gz/middle.zip/inner.tar/../escape-2",
         "outer.tar.gz/middle.zip/inner.tar/ok/link", "outer.tar.gz/middle.zip/inner.tar/ok/fifo"}
-    assert {p["kind"] for p in problems} == {"unsafe_archive_entry"}
+    assert {p.kind for p in problems} == {"unsafe_archive_entry"}
     landed = sorted(p.relative_to(tmp_path).as_posix() for p in tmp_path.rglob("*") if p.is_file() and src not in p.parents)
     assert landed == ["out/w/middle.zip/inner.tar/ok/good.txt", "outer.tar.gz"]
 
@@ -164,7 +164,7 @@ def test_nesting_deeper_than_three_levels_stays_packed(tmp_path):
     arc = _bundle(tmp_path, "l1.tar.gz", {"l2.tar.gz": level2})
     work = tmp_path / "w"
     (problem,) = extract(arc, work)
-    assert problem["path"] == "l1.tar.gz/l2.tar.gz/l3.tar/l4.tar.gz" and "more than 3 levels" in problem["detail"]
+    assert problem.path == "l1.tar.gz/l2.tar.gz/l3.tar/l4.tar.gz" and "more than 3 levels" in problem.detail
     assert (work / "l2.tar.gz" / "l3.tar" / "three.txt").read_bytes() == b"3"
     assert (work / "l2.tar.gz" / "l3.tar" / "l4.tar.gz").is_file()
 
@@ -202,7 +202,7 @@ def test_unreadable_inner_archive_is_a_problem_row_and_the_rest_is_unpacked(tmp_
     good = _tar_of(src / "good.tar.gz", {"b/meta.properties": b"node.id=1\n"})
     arc = _bundle(tmp_path, "bundle.tar", {"broken.tar.gz": b"not an archive", "good.tar.gz": good}, "w")
     (problem,) = extract(arc, tmp_path / "w")
-    assert (problem["path"], problem["kind"]) == ("bundle.tar/broken.tar.gz", "unreadable_file")
+    assert (problem.path, problem.kind) == ("bundle.tar/broken.tar.gz", "unreadable_file")
     assert (tmp_path / "w" / "broken.tar.gz").read_bytes() == b"not an archive"
     assert (tmp_path / "w" / "good.tar.gz" / "b" / "meta.properties").is_file()
 

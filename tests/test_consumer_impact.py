@@ -110,8 +110,10 @@ def test_the_consumer_rule_reads_the_divergence_the_divergence_detector_reports(
     computation without the surviving logs. The case's views are given as rows (no Spark)."""
     from pathlib import Path
 
-    from jobs.findings import divergence, loss
+    from jobs.findings import committed, divergence, loss
     from jobs.findings.case import Case
+    from jobs.history.views import History
+    from jobs.replicas.survivors import Survivor
 
     rng = {"status": "divergent", "topic": "ue", "partition": 0, "first_offset": 300, "last_offset": 449, "offsets": 150}
     for side, broker in (("a", 1), ("b", 2)):
@@ -120,10 +122,10 @@ def test_the_consumer_rule_reads_the_divergence_the_divergence_detector_reports(
                 f"max_seq_{side}": None, f"first_ts_{side}": 1, f"last_ts_{side}": 2}
     replicas = [{"topic": "ue", "partition": 0, "broker": b, "dir_state": "live", "leo": leo} for b, leo in ((1, 450), (2, 450))]
     case = Case(None, Path("/nonexistent"), {})
-    case.__dict__.update(ranges=[rng], rl=replicas, replicas_agree=False, ledger_records=None,
-                         survivors={("ue", 0): {"broker": 2, "candidates": [replicas[1]], "epoch": 1, "why": "latest epoch"}},
-                         history={"commits": [commit("inside", 400)], "complete": {("ue", 0)}})
-    case._shared[loss._committed_ranges] = []  # (no committed loss: the replicas' HWs agree)
+    case.__dict__.update(ranges=[rng], replicas=replicas, replicas_agree=False, ledger_records=None,
+                         survivors={("ue", 0): Survivor(broker=2, candidates=[replicas[1]], epoch=1, why="latest epoch")},
+                         history=History(commits=[commit("inside", 400)], complete={("ue", 0)}))
+    case._shared[committed._committed_ranges] = []  # (no committed loss: the replicas' HWs agree)
     [forked] = divergence.find(case)
     [read] = loss.find(case)
     assert (forked.surviving_broker, forked.salvage_brokers) == (2, [1])

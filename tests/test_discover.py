@@ -119,8 +119,8 @@ def test_a_file_gone_between_the_walk_and_its_listing_is_said_gone_not_unreadabl
     monkeypatch.setattr(discover_module, "_walk", walk_then_delete)
     found = discover([Root(ld, "")])
     assert [f.path.rsplit("/", 1)[1] for f in found.files if "/t-0/" in f.path] == ["00000000000000000000.log"]
-    [problem] = [p for p in found.problems if p["path"].endswith(".index")]
-    assert "cannot be examined" in problem["detail"] and "No such file" in problem["detail"]
+    [problem] = [p for p in found.problems if p.path.endswith(".index")]
+    assert "cannot be examined" in problem.detail and "No such file" in problem.detail
 
 
 def test_a_log_dir_given_alone_lists_its_broker_logs_once(tmp_path):

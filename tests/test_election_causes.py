@@ -4,8 +4,12 @@ shaped as the jobs write them, and the fork wording of replica_divergence."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from jobs.findings.divergence import fork_cause
 from jobs.findings.elections import crash_lost_data, epoch_below_hw, files_election_findings
+from jobs.history.views import History
+from jobs.replicas.survivors import Survivor
 
 
 def replica(broker, *, hw, recovery, clean, epochs, log_start=0):
@@ -26,11 +30,11 @@ def lineage(broker, epochs, leaders=None):
 def case(new_clean, new_recovery, *, old_hw=210, new_start=120, leaders=None):
     """Broker 1 led epoch 0 and checkpointed ``old_hw``; broker 2 (the surviving log) leads epoch 1 from ``new_start``."""
     old, new = {0: 0}, {0: 0, 1: new_start}
-    rl = [replica(1, hw=old_hw, recovery=old_hw, clean=False, epochs=old),
-          replica(2, hw=new_start, recovery=new_recovery, clean=new_clean, epochs=new)]
+    replicas = [replica(1, hw=old_hw, recovery=old_hw, clean=False, epochs=old),
+                replica(2, hw=new_start, recovery=new_recovery, clean=new_clean, epochs=new)]
     lin = lineage(1, old, leaders) + lineage(2, new, leaders or {1: (2, "leader_epoch_checkpoint")})
-    surv = {("t", 0): {"broker": 2, "candidates": [rl[1]], "epoch": 1, "why": "test"}}
-    return rl, lin, surv
+    survivors = {("t", 0): Survivor(broker=2, candidates=[replicas[1]], epoch=1, why="test")}
+    return replicas, lin, survivors
 
 
 def test_an_epoch_below_the_old_leaders_hw_without_a_crash_is_an_unclean_election_from_the_files():
@@ -86,11 +90,11 @@ def test_undetermined_leaders_are_all_named_and_a_crash_needs_every_one_to_show_
     rl, lin, surv = case(new_clean=True, new_recovery=240, leaders={})
     third = replica(3, hw=120, recovery=240, clean=True, epochs={0: 0, 1: 120})
     rl, lin = rl + [third], lin + lineage(3, {0: 0, 1: 120})
-    surv = {("t", 0): {"broker": None, "candidates": [rl[1], third], "epoch": 1, "why": "test"}}
+    surv = {("t", 0): Survivor(broker=None, candidates=[rl[1], third], epoch=1, why="test")}
     [f] = files_election_findings(rl, lin, surv)
     assert (f.kind, f.brokers) == ("unclean_leader_election", [2, 3])
     rl[1] = {**rl[1], "clean_shutdown": False, "recovery_point": 120}  # only one of them crashed: the files cannot tell
-    assert files_election_findings(rl, lin, {("t", 0): {**surv[("t", 0)], "candidates": [rl[1], third]}}, ) == []
+    assert files_election_findings(rl, lin, {("t", 0): replace(surv[("t", 0)], candidates=[rl[1], third])}) == []
 
 
 # ---------------------------------------------------------------- who decides (issue 37 item 2)
@@ -137,7 +141,7 @@ def record(election: str, elected_from: str, *, leader=2, epoch=1, prev_isr=(1,)
 
 def found(history: dict, **kw) -> list:
     rl, lin, surv = case(**kw)
-    return election_findings({"events": [], "log_unclean": [], **history}, lin, rl, surv)
+    return election_findings(History(**history), lin, rl, surv)
 
 
 def test_a_controllers_unclean_sentence_on_a_clean_reassignment_is_no_finding():

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from pyspark.sql import Row
 
-from jobs.replicas.epoch_lineage import current_leaders, decide_leaders
+from jobs.replicas.epoch_lineage import LeaderEpoch, current_leaders, decide_leaders
 from jobs.replicas.survivors import survivors
 
 LINEAGE = ("topic", "partition", "leader_epoch", "broker", "checkpoint_start_offset", "batch_start_offset", "_log_start")
@@ -58,9 +58,9 @@ def test_survivor_is_decided_by_evidence_or_undetermined():
                                Row(topic="meta", partition=0, leader_epoch=1, leader=1, leader_evidence="metadata_log"),
                                Row(topic="gone", partition=0, leader_epoch=1, leader=3, leader_evidence="metadata_log"),
                                Row(topic="lin", partition=0, leader_epoch=1, leader=1, leader_evidence="broker_log")])
-    assert current == {("meta", 0): (2, 3), ("gone", 0): (3, 1)}, "only the metadata log says who leads now"
+    assert current == {("meta", 0): LeaderEpoch(leader=2, epoch=3), ("gone", 0): LeaderEpoch(leader=3, epoch=1)}, "only the metadata log says who leads now"
     surv = survivors(rl, lineage, current)
-    got = {t: (s["broker"], sorted(c["broker"] for c in s["candidates"])) for (t, _), s in surv.items()}
+    got = {t: (s.broker, sorted(c["broker"] for c in s.candidates)) for (t, _), s in surv.items()}
     assert got == {"meta": (2, [2]), "alone": (2, [2]), "lin": (2, [2]), "tie": (None, [1, 2]), "gone": (None, [1, 2])}
-    assert "metadata log" in surv[("meta", 0)]["why"] and "checkpoint" in surv[("lin", 0)]["why"]
-    assert "nothing collected tells" in surv[("tie", 0)]["why"] and "broker 3" in surv[("gone", 0)]["why"]
+    assert "metadata log" in surv[("meta", 0)].why and "checkpoint" in surv[("lin", 0)].why
+    assert "nothing collected tells" in surv[("tie", 0)].why and "broker 3" in surv[("gone", 0)].why

@@ -201,11 +201,11 @@ def test_hostile_tar_entries_refused_and_the_rest_extracted(tmp_path, caplog, mo
     assert not (tmp_path / "escape").exists() and not (tmp_path.parent / "escape-t").exists()
     assert not (tmp_path / "out" / "up-t").exists()
 
-    by_entry = {p["path"].split("/", 1)[1]: p for p in problems}
+    by_entry = {p.path.split("/", 1)[1]: p for p in problems}
     assert set(by_entry) == set(hostile), problems
     for name, word in hostile.items():
-        assert word in by_entry[name]["detail"], by_entry[name]
-        assert by_entry[name]["kind"] == "unsafe_archive_entry"
+        assert word in by_entry[name].detail, by_entry[name]
+        assert by_entry[name].kind == "unsafe_archive_entry"
         assert len([w for w in _warnings(caplog) if repr(name) in w]) == 1, f"one warning line for {name!r}"
     assert all("\n" not in w for w in _warnings(caplog))
 
@@ -243,7 +243,7 @@ def test_hostile_zip_entries_refused(tmp_path, caplog):
         problems = extract(arc, tmp_path / "out")
     assert _snapshot(tmp_path, skip=(tmp_path / "out",)) == before
     assert not (tmp_path / "escape").exists() and not (tmp_path.parent / "escape-z").exists()
-    refused = {p["path"].split("/", 1)[1]: p["detail"] for p in problems}
+    refused = {p.path.split("/", 1)[1]: p.detail for p in problems}
     assert set(refused) == {"../escape-z", f"{tmp_path}/escape/abs-z", "..\\..\\win-z", "ok/sym-z", "ok/fifo-z", "ok/" + "L" * 300}
     assert "cannot be written" in refused["ok/" + "L" * 300]
     assert (tmp_path / "out" / "ok" / "good.txt").read_bytes() == b"good"
@@ -302,7 +302,7 @@ def test_zip_declaring_less_than_it_inflates_is_cut_at_the_declared_size(tmp_pat
     problems = extract(arc, tmp_path / "w")
     out = tmp_path / "w" / "zeros0"
     assert not out.exists() or out.stat().st_size <= 1024
-    assert [p["kind"] for p in problems] == ["unreadable_file"]  # zipfile: CRC mismatch at the cut
+    assert [p.kind for p in problems] == ["unreadable_file"]  # zipfile: CRC mismatch at the cut
 
 
 def test_preallocated_zero_indexes_are_extracted_as_holes(tmp_path):
@@ -333,8 +333,8 @@ def test_tar_header_declaring_huge_size_with_short_body(tmp_path):
     short.write_bytes(good + _info("cut.log", size=100_000).tobuf(tarfile.GNU_FORMAT) + b"0123456789")
     problems = extract(short, tmp_path / "w2")
     assert (tmp_path / "w2" / "good.txt").read_bytes() == b"good"
-    assert [(p["kind"], p["path"]) for p in problems] == [("unreadable_file", "short.tar")]
-    assert "truncated" in problems[0]["detail"]
+    assert [(p.kind, p.path) for p in problems] == [("unreadable_file", "short.tar")]
+    assert "truncated" in problems[0].detail
 
 
 def test_tar_long_name_header_declaring_huge_size_is_not_read_into_memory(tmp_path):
@@ -346,8 +346,8 @@ def test_tar_long_name_header_declaring_huge_size_is_not_read_into_memory(tmp_pa
                                   + b"\0" * 4096))
     problems = extract(arc, tmp_path / "w")
     assert (tmp_path / "w" / "good.txt").read_bytes() == b"good"
-    assert [p["kind"] for p in problems] == ["unreadable_file"]
-    assert "header asks to read" in problems[0]["detail"]
+    assert [p.kind for p in problems] == ["unreadable_file"]
+    assert "header asks to read" in problems[0].detail
 
 
 def test_hard_links_multiplying_a_file_count_against_the_byte_bound(tmp_path):
@@ -390,7 +390,7 @@ def test_truncated_compressed_tar_keeps_what_came_before(tmp_path, mode, suffix)
     cut.write_bytes(full.read_bytes()[: full.stat().st_size // 2])
     problems = extract(cut, tmp_path / "w")
     assert (tmp_path / "w" / "a" / "one").read_bytes() == b"1" * 100
-    assert [p["kind"] for p in problems] == ["unreadable_file"] and "truncated" in problems[0]["detail"]
+    assert [p.kind for p in problems] == ["unreadable_file"] and "truncated" in problems[0].detail
 
 
 # ---------------------------------------------------------------- directory inputs, discovery
@@ -435,10 +435,10 @@ def test_directory_input_links_fifos_devices_and_odd_names(tmp_path, caplog):
         found = discover([Root(case, "")])
     assert time.monotonic() - t < 30
     assert [x.broker for x in found.brokers] == [1]
-    got = {p["path"]: p for p in found.problems}
+    got = {p.path: p for p in found.problems}
     assert set(got) == set(want), got
     for path, word in want.items():
-        assert got[path]["kind"] == "unreadable_file" and word in got[path]["detail"], got[path]
+        assert got[path].kind == "unreadable_file" and word in got[path].detail, got[path]
         assert len([w for w in _warnings(caplog) if repr(path) in w]) == 1, path
     assert len(_warnings(caplog)) == len(want), "one line per skipped entry"
     paths = {f.path for f in found.files}
@@ -455,7 +455,7 @@ def test_meta_properties_symlink_is_not_read(tmp_path):
     (b / "meta.properties").symlink_to(tmp_path / "fifo")  # reading it would block forever
     found = discover([Root(tmp_path, "")])
     assert [(x.broker, x.id_source) for x in found.brokers] == [(7, "folder")]
-    assert any(p["path"] == "broker-7/meta.properties" and "symbolic link" in p["detail"] for p in found.problems)
+    assert any(p.path == "broker-7/meta.properties" and "symbolic link" in p.detail for p in found.problems)
 
 
 def test_deep_nesting_does_not_hit_the_recursion_limit(tmp_path):
@@ -491,7 +491,7 @@ def test_unreadable_file(tmp_path, caplog):
         assert "broker-1/cf-0/00000000000000000000.log" in paths and found.problems == []
     else:
         assert "broker-1/cf-0/00000000000000000000.log" not in paths
-        assert [(p["path"], p["kind"], p["detail"]) for p in found.problems] == [
+        assert [(p.path, p.kind, p.detail) for p in found.problems] == [
             ("broker-1/cf-0/00000000000000000000.log", "unreadable_file", "skipped: permission denied")]
         assert len([w for w in _warnings(caplog) if "00000000000000000000.log" in w]) == 1
     seg.chmod(0o644)

@@ -10,7 +10,7 @@ from pyspark.testing import assertDataFrameEqual
 
 from jobs.replicas import offset_ranges
 from jobs.replicas.ledger import lost_ledger_rows
-from jobs.replicas.survivors import SURVIVORS_SCHEMA, survivors_frame
+from jobs.replicas.survivors import SURVIVORS_SCHEMA, Survivor, survivors_frame
 from jobs.store.tables import schema_of
 
 
@@ -84,15 +84,15 @@ def test_offset_ranges_split_by_epoch_and_explain_holes(spark):
 
 
 def test_ledger_rows_the_surviving_log_lacks_or_holds_otherwise(spark):
-    survivor = {"broker": 2, "log_start_offset": 1, "compacted": False}
-    surv = {("t", 0): {"broker": 2, "candidates": [survivor]}}
-    sv = survivors_frame(spark, surv)
-    assertDataFrameEqual(sv, spark.createDataFrame([("t", 0, 2, 1, False, 1)], SURVIVORS_SCHEMA))
+    replica = {"broker": 2, "log_start_offset": 1, "compacted": False}
+    survivors = {("t", 0): Survivor(broker=2, candidates=[replica], epoch=1, why="test")}
+    survivors_df = survivors_frame(spark, survivors)
+    assertDataFrameEqual(survivors_df, spark.createDataFrame([("t", 0, 2, 1, False, 1)], SURVIVORS_SCHEMA))
     ledger = spark.createDataFrame([("t", 0, o, "k", v) for o, v in ((0, "v0"), (1, "v1"), (2, "v2"), (3, "v3"))],
                                    "topic string, partition int, offset long, key_sha256 string, value_sha256 string")
     held = spark.createDataFrame([("t", 0, 2, 1, "k", "v1"), ("t", 0, 2, 2, "k", "other"), ("t", 0, 1, 3, "k", "v3")],
                                  "topic string, partition int, broker int, offset long, key_sha256 string, value_sha256 string")
-    got = lost_ledger_rows(ledger, held, sv).select("topic", "partition", "offset", "survivor", "status")
+    got = lost_ledger_rows(ledger, held, survivors_df).select("topic", "partition", "offset", "survivor", "status")
     # offset 0: below the survivor's log start (retention), never lost; 1: held as acknowledged;
     # 2: held with another value; 3: only broker 1 (not the survivor) holds it
     want = spark.createDataFrame([("t", 0, 2, 2, "divergent"), ("t", 0, 3, 2, "missing")],
@@ -101,12 +101,12 @@ def test_ledger_rows_the_surviving_log_lacks_or_holds_otherwise(spark):
 
 
 def test_each_finding_kind_is_declared_once_with_a_known_severity():
-    from jobs.findings.registry import DETECTORS, KIND_SEVERITY
+    from jobs.findings.registry import DETECTORS, FINDING_KINDS
     from jobs.findings.severity import SEVERITIES
 
-    declared = [kind for d in DETECTORS for kind in d.KINDS]
-    assert len(declared) == len(set(declared)) == len(KIND_SEVERITY), sorted(k for k in declared if declared.count(k) > 1)
-    assert set(KIND_SEVERITY.values()) <= set(SEVERITIES)
+    declared = [kind for d in DETECTORS for kind in d.FINDING_KINDS]
+    assert len(declared) == len(set(declared)) == len(FINDING_KINDS), sorted(k for k in declared if declared.count(k) > 1)
+    assert set(FINDING_KINDS.values()) <= set(SEVERITIES)
     assert all(callable(d.find) for d in DETECTORS)
 
 

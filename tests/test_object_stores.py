@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import shutil
 import tarfile
 import threading
 import time
@@ -59,7 +60,7 @@ def s3(tmp_path_factory, spark):
             with tarfile.open(tarball, "w:gz") as tf:
                 tf.add(SRC, arcname=SRC.name)
             server.upload(tarball, TARBALL.removeprefix("s3://"))
-            yield {"fs": server.fs, "port": server.port, "tarball": tarball}
+            yield {"fs": server.fs, "port": server.port, "tarball": tarball, "upload": server.upload}
         finally:
             executors.clear()
             executors.update(before)
@@ -109,6 +110,34 @@ def test_a_tarball_on_the_store_unpacks_to_the_local_tarballs_files(s3, tmp_path
     assert len(remote.files) > 50 and not remote.problems
     for a, b in zip(remote.files, local.files):
         assert Path(a.abs_path).read_bytes() == Path(b.abs_path).read_bytes(), a.path
+
+
+FOCUS_NOTES = """kafka-forensics collect on h at 2024-05-02T00:00:00Z by kafka
+focus: --topic 'u*'
+left out in all: 1 partitions (8 files, 300 bytes), 0 segments (0 files, 0 bytes)
+"""
+
+
+def test_a_focused_bundle_uploaded_unpacked_is_read_as_focused(s3, tmp_path):
+    """A bundle ``collect --topic 'u*'`` made, uploaded as a folder: its COLLECT.txt on the store
+    focuses the analysis as the same notes on disk do (what it left out is not reported gone
+    missing), and reads the same files as the same bundle on disk."""
+    notes = tmp_path / "notes" / "COLLECT.txt"
+    notes.parent.mkdir()
+    notes.write_text(FOCUS_NOTES)
+    prefix = f"{BUCKET}/focused/{SRC.name}"
+    s3["upload"](SRC, prefix)
+    s3["upload"](notes, f"{prefix}/COLLECT.txt")
+    found = discover_inputs([f"s3://{BUCKET}/focused"], tmp_path / "w")
+    (collected,) = found.focus.collected
+    assert (collected.notes, collected.topics, dict(collected.left_out)["partitions"]) == (f"{SRC.name}/COLLECT.txt", ("u*",), 1)
+    assert found.focus.describe()["collected"][0]["topics"] == ["u*"]
+    local = tmp_path / "local" / SRC.name
+    shutil.copytree(SRC, local)
+    (local / "COLLECT.txt").write_text(FOCUS_NOTES)
+    on_disk = discover_inputs([local.parent], tmp_path / "l")
+    assert on_disk.focus.describe() == found.focus.describe()
+    assert [(f.path, f.size) for f in found.files] == [(f.path, f.size) for f in on_disk.files]
 
 
 def test_a_split_segment_is_read_in_ranges_to_the_same_rows(s3, tmp_path):

@@ -17,6 +17,7 @@ from jobs.replicas.restart_preview import (
     sentence,
     truncation,
 )
+from jobs.replicas.survivors import Survivor
 from sample_data.scenarios import SCENARIOS, simulate
 from sample_data.sim.cluster import Cluster
 
@@ -89,9 +90,9 @@ def _rl(broker, leo, hw, epochs):
 
 def test_preview_rows_every_replica_but_the_surviving_log():
     rl = [_rl(1, 500, 500, [(0, 0)]), _rl(2, 450, 450, [(0, 0), (2, 300)]), _rl(3, 450, 450, [(0, 0), (2, 300)])]
-    rows = preview(rl, {("ue", 0): {"broker": 2}})
+    rows = preview(rl, {("ue", 0): Survivor(broker=2, candidates=[], epoch=2, why="test")})
     assert [(r["broker"], r["truncate_to"], r["rule"]) for r in rows] == [(1, 300, LEADER_EPOCH), (3, 450, LEADER_EPOCH)]
-    assert preview(rl, {("ue", 0): {"broker": None}}) == []  # undetermined: no lineage to follow
+    assert preview(rl, {("ue", 0): Survivor(broker=None, candidates=[], epoch=2, why="test")}) == []  # undetermined: no lineage to follow
 
 
 @pytest.mark.parametrize("nowhere, held, expect", [

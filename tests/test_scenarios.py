@@ -94,12 +94,12 @@ def test_too_small_a_cluster_is_refused(tmp_path):
 
 @pytest.mark.parametrize("name", NAMES)
 def test_ground_truth_speaks_the_contract(generated, name):
-    from jobs.findings.registry import KIND_SEVERITY
+    from jobs.findings.registry import FINDING_KINDS
 
     truth = _truth(generated[name])
     # the contract's kinds, and ours that extend it (each documented in docs/findings.md,
     # test_docs_findings), until the contract lists them too
-    kinds = contract_kinds() | set(KIND_SEVERITY)
+    kinds = contract_kinds() | set(FINDING_KINDS)
     assert truth["scenario"] == name and truth["events"]
     for f in truth["expected_findings"]:
         assert f["kind"] in kinds

@@ -128,3 +128,34 @@ def test_nested_columns_keep_compression_dictionaries_and_statistics(tmp_path):
     chunks = {group.column(i).path_in_schema: group.column(i) for i in range(group.num_columns)}
     leaf = chunks["log_dirs.list.element"]
     assert leaf.compression == "SNAPPY" and leaf.is_stats_set and any("DICTIONARY" in e for e in leaf.encodings)
+
+
+def test_rising_columns_are_delta_encoded_and_read_back(spark, tmp_path):
+    """A record's or batch's offset, position and timestamps rise row after row: written
+    DELTA_BINARY_PACKED (``task_writer.RISING``), never through a dictionary, which only cost a
+    hash lookup a value before Parquet fell back to plain; statistics kept (they prune by offset).
+    Spark's vectorized reader reads them back, nulls (a compressed batch's record positions) too."""
+    n = 3000
+    f = file_of("plain")
+    ms = [1_700_000_000_000 + i for i in range(n)]
+    raw = pa.table({
+        "offset": pa.array(range(n), pa.int64()),
+        "batch_position": pa.array([i // 10 * 1200 for i in range(n)], pa.int64()),
+        "position": pa.array([None if i % 7 == 0 else i * 120 for i in range(n)], pa.int64()),
+        "timestamp_ms": pa.array(ms, pa.int64()),
+        "timestamp": pa.array([m * 1000 for m in ms], pa.int64()).cast(schema_of("records").field("timestamp").type),
+    })
+    write_task(tmp_path, 0, 0, [("records", conform(raw, "records", f)), ("batches", batches_of("plain", n))])
+    for table, rising in (("records", ["offset", "batch_position", "position", "timestamp_ms", "timestamp"]),
+                          ("batches", ["position", "base_offset"])):
+        (path,) = (tmp_path / table).rglob("part-*.parquet")
+        group = pq.ParquetFile(path).metadata.row_group(0)
+        chunks = {group.column(i).path_in_schema: group.column(i) for i in range(group.num_columns)}
+        for name in rising:
+            assert "DELTA_BINARY_PACKED" in chunks[name].encodings, (table, name)
+            assert not any("DICTIONARY" in e for e in chunks[name].encodings), (table, name)
+            assert chunks[name].is_stats_set, (table, name)
+    df = spark.read.parquet(str(tmp_path / "records"))
+    got = sorted(tuple(r) for r in df.select("offset", "batch_position", "position", "timestamp_ms", "timestamp").collect())
+    assert [g[:4] for g in got] == [(i, i // 10 * 1200, None if i % 7 == 0 else i * 120, ms[i]) for i in range(n)]
+    assert [int(g[4].timestamp() * 1000) for g in got] == ms

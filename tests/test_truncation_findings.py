@@ -12,6 +12,7 @@ from datetime import UTC, datetime, timedelta
 from jobs.findings.model import Finding
 from jobs.findings.truncation import ledger_truncation_findings, logged_truncation_findings, merged, pending_truncation_findings
 from jobs.replicas.restart_preview import preview
+from jobs.replicas.survivors import Survivor
 from parsers import broker_log
 
 
@@ -20,7 +21,7 @@ def rep(broker, leo, hw, epochs):
             "log_dir": f"broker-{broker}/data", "epoch_entries": [{"epoch": e, "start_offset": s} for e, s in epochs]}
 
 
-SURVIVOR = {("ue", 0): {"broker": 2}}
+SURVIVOR = {("ue", 0): Survivor(broker=2, candidates=[], epoch=2, why="test")}
 
 
 def test_an_old_leader_not_rejoined_yet_will_truncate_below_its_hw():

@@ -20,6 +20,7 @@ import pyarrow as pa
 import pyarrow.dataset as ds
 
 from jobs.errors import InputError
+from jobs.findings.kinds import ACKED_DATA_LOSS
 from jobs.findings.severity import SEVERITIES, SEVERITY_RANK
 
 from .era import Era, guess_era
@@ -268,7 +269,7 @@ def overview(data: ReportData) -> dict[str, Any]:
         "bytes": total_bytes,
         "era": data.era,
         "counts": counts,
-        "records_lost": summary.get("records_lost", sum(int(f.get("records") or 0) for f in data.findings if f.get("kind") == "acked_data_loss")),
+        "records_lost": summary.get("records_lost", sum(int(f.get("records") or 0) for f in data.findings if f.get("kind") == ACKED_DATA_LOSS)),
         "inputs": _inputs(data),
         "focus": focus_text(data.findings_doc.get("input")),
         "master": (data.run or {}).get("master"),

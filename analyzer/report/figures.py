@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from jobs.findings.kinds import ACKED_DATA_LOSS, TRUNCATION_BELOW_HW
 from parsers.remote_log_metadata import latest_segments
 
 from .data import as_list, severity_of
@@ -24,7 +25,7 @@ from .summary import evidence_line, finding_headline
 # Plotly's default qualitative palette (D3 category10), indexed by leader epoch.
 EPOCH_COLOURS = ("#1f77b4", "#2ca02c", "#9467bd", "#17becf", "#bcbd22", "#8c564b", "#e377c2", "#7f7f7f", "#ff7f0e", "#393b79")
 HOLE_COLOUR = "rgba(160,160,160,0.55)"
-LOST_KINDS = frozenset({"acked_data_loss", "truncation_below_hw"})
+LOST_KINDS = frozenset({ACKED_DATA_LOSS, TRUNCATION_BELOW_HW})
 # finding family -> (legend name, outline and hatch colour, hatch, bar width). The overlay has no fill
 # of its own, only an outline and sparse hatching: a tinted fill over the epoch colours (and two over
 # each other where a range is both lost and divergent) turned blue, green and purple into one mud,
@@ -89,7 +90,8 @@ def num(value: Any) -> int | None:
         return None
 
 
-def text(value: Any) -> str | None:
+def cell_text(value: Any) -> str | None:
+    """A table cell's value as the text a figure or table shows, None where it is missing."""
     return None if missing(value) else str(value)
 
 
@@ -148,11 +150,11 @@ def _range_rows(ranges: Rows) -> dict[int, list[dict[str, Any]]]:
                 "first_offset": first,
                 "last_offset": last,
                 "leader_epoch": num(r.get("leader_epoch")),
-                "kind": text(r.get("kind")) or "data",
-                "reason": text(r.get("reason")),
+                "kind": cell_text(r.get("kind")) or "data",
+                "reason": cell_text(r.get("reason")),
                 "records": num(r.get("records")),
                 "bytes": num(r.get("bytes")),
-                "path": text(r.get("path")),
+                "path": cell_text(r.get("path")),
                 "position": num(r.get("position")),
             }
         )
@@ -371,7 +373,7 @@ def replica_rows(replicas: Rows) -> list[dict[str, Any]]:
         for c in REPLICA_COLUMNS:
             v = r.get(c)
             if c in ("log_dir", "dir_state"):
-                row[c] = text(v)
+                row[c] = cell_text(v)
             elif c in ("clean_shutdown", "compacted"):
                 row[c] = None if missing(v) else bool(v)
             else:

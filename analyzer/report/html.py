@@ -44,7 +44,7 @@ from .data import (
     partition_name,
     severity_of,
 )
-from .figures import num, text
+from .figures import cell_text, num
 from .summary import consumer_lines, counted, evidence_line, finding_headline, problems_text, restart_lines, verdict
 from .timeline import Event, event_text, leader_epoch_text, time_text
 
@@ -126,7 +126,7 @@ def _groups(df: pd.DataFrame | None) -> dict[PartitionKey, list[dict[str, Any]]]
     out: dict[PartitionKey, list[dict[str, Any]]] = {}
     for row in df.to_dict("records"):
         topic, part = row.get("topic"), num(row.get("partition"))
-        if text(topic) is not None and part is not None:
+        if cell_text(topic) is not None and part is not None:
             out.setdefault((str(topic), part), []).append(row)
     return out
 
@@ -176,7 +176,7 @@ def _manifest(data: ReportData) -> dict[str, Any]:
     df = files[cols].sort_values([c for c in ("broker", "path") if c in cols])
     rows = []
     for r in df.head(MAX_MANIFEST_ROWS).to_dict("records"):
-        rows.append({c: (num(r[c]) if c in ("broker", "size") else text(r[c])) for c in cols})
+        rows.append({c: (num(r[c]) if c in ("broker", "size") else cell_text(r[c])) for c in cols})
     return {"rows": rows, "total": len(df), "bytes": int(df["size"].fillna(0).sum()) if "size" in cols else None, "columns": cols}
 
 
@@ -188,9 +188,9 @@ def _brokers(data: ReportData) -> list[dict[str, Any]]:
     for r in df.sort_values("broker").to_dict("records") if "broker" in df.columns else []:
         out.append({
             "broker": num(r.get("broker")),
-            "cluster_id": text(r.get("cluster_id")) or "",
-            "roles": text(r.get("roles")) or "",
-            "id_source": text(r.get("id_source")) or "",
+            "cluster_id": cell_text(r.get("cluster_id")) or "",
+            "roles": cell_text(r.get("roles")) or "",
+            "id_source": cell_text(r.get("id_source")) or "",
             "log_dirs": ", ".join(str(d) for d in figures.as_list(r.get("log_dirs"))),
             "files": num(r.get("files")),
             "bytes": human_bytes(num(r.get("bytes"))) if num(r.get("bytes")) is not None else "",

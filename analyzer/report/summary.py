@@ -8,9 +8,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from jobs.findings.kinds import ACKED_DATA_LOSS, CONSUMER_READ_LOST_DATA
+
 from .data import SEVERITIES, as_list, partition_key, partition_name, severity_of
 
-LOSS_KIND = "acked_data_loss"
+LOSS_KIND = ACKED_DATA_LOSS
 MAX_VERDICT_LINES = 3
 
 
@@ -90,7 +92,7 @@ def restart_lines(data: Any) -> list[dict[str, Any]]:
 def consumer_lines(findings: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """One row per consumer group that read lost or divergent records (``consumer_read_lost_data``)."""
     return [{"sentence": str(f.get("explanation") or ""), "finding_id": f.get("id"), "severity": severity_of(f)}
-            for f in findings if f.get("kind") == "consumer_read_lost_data"]
+            for f in findings if f.get("kind") == CONSUMER_READ_LOST_DATA]
 
 
 def finding_headline(finding: dict[str, Any]) -> str:

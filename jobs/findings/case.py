@@ -6,9 +6,8 @@ broker_events, timeline) and writes each into the output DIR; the detectors read
 back from their files (broker_events only feeds the timeline): each is computed once, by its
 write. Why not keep them cached instead: a cached DataFrame carries its whole plan into every
 query that reads it, and Spark plans through it each time (its analysis, and the cache manager
-comparing every piece of the plan with every cached one). With the job tables cached that
-planning was a third of a small collection's jobs phase (crash-only, warm: 12.2 s cached, 8.0 s
-read back). Read back, a job table is one Parquet scan declared with the schema in its footer
+comparing every piece of the plan with every cached one: a third of a small collection's jobs
+phase, docs/design.md). Read back, a job table is one Parquet scan declared with the schema in its footer
 (``jobs.store.io.declared_schema``: no Spark job), and on a cluster its files outlive any
 executor. Who led each epoch comes from the metadata log and the broker logs before the files
 (``logged_leaders``, ``current``), so metadata_events is written before the lineage, and the
@@ -26,17 +25,19 @@ from fnmatch import translate
 from pathlib import Path
 from typing import Any
 
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import DataFrame, Row, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from jobs.history import metadata, quorum, timeline, views
+from jobs.history.views import History
 from jobs.ingest.focus import INTERNAL_PREFIX, Focus
 from jobs.replicas import compare, epoch_lineage, offset_ranges, replica_logs
+from jobs.replicas.epoch_lineage import LeaderEpoch
 from jobs.replicas.ledger import read_ledger
 from jobs.replicas.metadata_log import MetadataLogComparison, read_comparison
 from jobs.replicas.replica_logs import live_segment_batches
-from jobs.replicas.survivors import survivors, survivors_frame
+from jobs.replicas.survivors import Survivor, survivors, survivors_frame
 from jobs.store.io import collected, local_frame, read_table, write_table
 from jobs.store.spark import side_by_side
 
@@ -98,8 +99,20 @@ def focused_events(events: DataFrame, focus: Focus | None) -> DataFrame:
 
 
 class Case:
-    """One ingested output DIR under investigation (``ledger``: the producers' acknowledgements, if
-    given; ``focus``: the partitions ingest read, when not all)."""
+    """One ingested output DIR under investigation: what every detector's ``find(case)`` reads.
+    The attributes below (the ingested tables, and the job tables as written and read back), then
+    the views the detectors share, each computed on first use (a ``list[Row]`` is a small table,
+    collected; its columns are its schema's in ``jobs.store.tables``)."""
+
+    spark: SparkSession
+    out: Path  # the output DIR
+    tables: dict[str, DataFrame]  # the ingested tables (``INPUT_TABLES``)
+    ledger: Path | None  # the producers' acknowledgements (--ledger), if given
+    focus: Focus | None  # the partitions ingest read, when not all
+    replica_logs: DataFrame  # one row per replica (job table, ``jobs.replicas.replica_logs``)
+    metadata_events: DataFrame  # the KRaft metadata log per partition (job table, ``jobs.history.metadata``)
+    epoch_lineage: DataFrame  # per partition, epoch and replica (job table, ``jobs.replicas.epoch_lineage``)
+    offset_ranges: DataFrame  # contiguous ranges and holes per replica (job table, ``jobs.replicas.offset_ranges``)
 
     def __init__(self, spark: SparkSession, out: Path, tables: dict[str, DataFrame], ledger: Path | None = None,
                  focus: Focus | None = None) -> None:
@@ -137,7 +150,7 @@ class Case:
             stage("jobs: epoch lineage, offset ranges")
             ranges = beside.submit(lambda: self._written(offset_ranges.build(t, self.replica_logs), "offset_ranges"))
             broker = beside.submit(lambda: self._written(metadata.broker_events(t["metadata_records"]), "broker_events"))
-            lineage = epoch_lineage.build(epoch_lineage.epoch_starts(t).collect(), self.rl, self.logged_leaders)
+            lineage = epoch_lineage.build(epoch_lineage.epoch_starts(t).collect(), self.replicas, self.logged_leaders)
             self.epoch_lineage = self._written(local_frame(self.spark, lineage, epoch_lineage.SCHEMA).coalesce(1), "epoch_lineage")
             self.offset_ranges, broker_events = ranges.result(), broker.result()
 
@@ -145,7 +158,7 @@ class Case:
             stage("jobs: timeline")
             epochs = local_frame(self.spark, timeline.epoch_starts(self.lineage), timeline.EPOCHS)
             tl = timeline.build(self.metadata_events, broker_events, epochs, self.log_events, t["consumer_offsets"],
-                                local_frame(self.spark, list(dict.fromkeys((r["topic"], r["partition"], r["broker"]) for r in self.rl)), REPLICAS),
+                                local_frame(self.spark, list(dict.fromkeys((r["topic"], r["partition"], r["broker"]) for r in self.replicas)), REPLICAS),
                                 quorum=local_frame(self.spark, [tuple(r[c] for c in timeline.COLUMNS)
                                                                 for r in quorum.quorum_rows(self.metadata_log)], timeline.TIMELINE))
             # (one sorted file: one shuffle into one partition, where orderBy sampled the rows first in a job of its own)
@@ -177,23 +190,25 @@ class Case:
             return self._locks.setdefault(key, threading.RLock())
 
     def close(self) -> None:
+        """Unpersist what this case cached (a session that goes on keeps no memory of it)."""
         for df in (self.__dict__.get(n) for n in ("diffs", "batches", "not_everywhere", "ledger_records")):
             if df is not None:
                 df.unpersist()
 
     # -- replicas ---------------------------------------------------------------------------
     @once_property
-    def rl(self) -> list:
-        """replica_logs, collected (one row per replica)."""
+    def replicas(self) -> list[Row]:
+        """The replica_logs rows, collected: one per replica (``REPLICA_LOGS_SCHEMA``)."""
         return collected(self.replica_logs)
 
     @once_property
-    def lineage(self) -> list:
+    def lineage(self) -> list[Row]:
+        """The epoch_lineage rows, collected: one per partition, leader epoch and replica (``EPOCH_LINEAGE_SCHEMA``)."""
         return collected(self.epoch_lineage)
 
     @once_property
-    def holes(self) -> list:
-        """offset_ranges holes that nothing benign explains."""
+    def holes(self) -> list[Row]:
+        """The offset_ranges holes that nothing benign explains (``OFFSET_RANGES_SCHEMA`` rows)."""
         return collected(self.offset_ranges.where((F.col("kind") == "hole") & (F.col("reason") == "unexplained")))
 
     @once_property
@@ -205,7 +220,7 @@ class Case:
     def differing(self) -> list[tuple[str, int]]:
         """(topic, partition) of every partition whose live replicas' batch digests differ
         (``compare.differing_partitions``): the only ones compared batch by batch."""
-        return compare.differing_partitions(self.rl)
+        return compare.differing_partitions(self.replicas)
 
     @once_property
     def replicas_agree(self) -> bool:
@@ -225,7 +240,7 @@ class Case:
         for a marker."""
         batches = live_segment_batches(self._differing_rows("batches"))
         differing = set(self.differing)
-        if any(r["control_records"] for r in self.rl if (r["topic"], r["partition"]) in differing):
+        if any(r["control_records"] for r in self.replicas if (r["topic"], r["partition"]) in differing):
             aborted = compare.aborted_batches(batches, self._differing_rows("records"))
         else:  # no marker anywhere in them: nothing is aborted, and their records are not scanned for one
             aborted, batches = None, batches.withColumn("aborted", F.lit(False))
@@ -238,6 +253,7 @@ class Case:
 
     @once_property
     def unmatched(self) -> tuple[DataFrame, DataFrame]:
+        """The two sides of the replica pairs' unmatched batches (``compare.unmatched_sides``)."""
         return compare.unmatched_sides(self.not_everywhere, self.replica_logs)
 
     @once_property
@@ -250,22 +266,24 @@ class Case:
         return compare.record_diffs(None, records, self.replica_logs, self.unmatched, windows).cache()
 
     @once_property
-    def ranges(self) -> list:
+    def ranges(self) -> list[Row]:
+        """The replica pairs' differing offset ranges (``compare.diff_ranges`` rows: ``status``
+        divergent, only_a or only_b, per side its broker, epochs, bytes, evidence)."""
         return [] if self.replicas_agree else compare.diff_ranges(self.diffs, self.replica_logs).collect()
 
     @once_property
-    def current(self) -> dict:
-        """Per partition, (leader, epoch) of the latest epoch the metadata log names a leader of."""
+    def current(self) -> dict[tuple[str, int], LeaderEpoch]:
+        """Per (topic, partition), the leader of the latest epoch the metadata log names a leader of."""
         return epoch_lineage.current_leaders(self.logged_leaders)
 
     @once_property
-    def logged_leaders(self) -> list:
+    def logged_leaders(self) -> list[dict]:
         """The leaders the metadata log and the broker logs name, one row per epoch
         (``epoch_lineage.logged_leaders``): the lineage and ``current`` read them."""
         return epoch_lineage.logged_leaders(*self.leadership_events)
 
     @once_property
-    def leadership_events(self) -> tuple[list, list]:
+    def leadership_events(self) -> tuple[list[Row], list[Row]]:
         """``epoch_lineage.leadership_events``, collected (per event): who led, and the topic names."""
         meta, logs = epoch_lineage.leadership_events(self.metadata_events, self.tables["log_events"])
         return meta.collect(), logs.collect()
@@ -276,16 +294,18 @@ class Case:
         return read_comparison(self.tables)
 
     @once_property
-    def survivors(self) -> dict:
-        """The surviving log of each partition (``jobs.replicas.survivors``): broker, candidates, why."""
-        return survivors(self.rl, self.lineage, self.current)
+    def survivors(self) -> dict[tuple[str, int], Survivor]:
+        """Per (topic, partition), its surviving log (``jobs.replicas.survivors``): broker, candidates, why."""
+        return survivors(self.replicas, self.lineage, self.current)
 
     @once_property
     def survivors_df(self) -> DataFrame:
+        """``survivors`` as a DataFrame, one row per candidate (``survivors_frame``), to join record-level frames with."""
         return survivors_frame(self.spark, self.survivors)
 
     @once_property
     def ledger_records(self) -> DataFrame | None:
+        """The producer ledger's records (``jobs.replicas.ledger``), cached; None without --ledger."""
         return None if self.ledger is None else read_ledger(self.spark, self.ledger).cache()
 
     # -- history ----------------------------------------------------------------------------
@@ -298,7 +318,8 @@ class Case:
         return timeline.named_log_events(self.tables["log_events"], local_frame(self.spark, names, timeline.TOPIC_NAMES))
 
     @once_property
-    def history(self) -> dict:
+    def history(self) -> History:
+        """The few rows of the cluster's history the detectors read (``jobs.history.views.History``)."""
         t = self.tables
         return views.collect(self.metadata_events, self.log_events, self.replica_logs, t["consumer_offsets"], t["transactions"],
                              t["share_group_state"])

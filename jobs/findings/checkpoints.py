@@ -2,19 +2,26 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+from pyspark.sql import Row
+
 from .model import Evidence, Finding
 
-KINDS = {"checkpoint_inconsistent": "warning"}
+if TYPE_CHECKING:
+    from .case import Case
+
+FINDING_KINDS = {"checkpoint_inconsistent": "warning"}
 
 
-def checkpoint_findings(rl: list) -> list[Finding]:
+def checkpoint_findings(replicas: list[Row]) -> list[Finding]:
     """Checkpointed offsets beyond what the replica's log holds.
 
     A HW checkpoint *below* the LEO is normal (it lags by design). Above it, the replica lacks
-    offsets it once knew were committed: that is ``truncation_below_hw`` (cross-replica module).
+    offsets it once knew were committed: that is ``truncation_below_hw`` (``truncation.py``).
     """
     out = []
-    for r in rl:
+    for r in replicas:
         if r["dir_state"] != "live" or r["segments"] == 0:
             continue
         for col, name in (("recovery_point", "recovery point"), ("log_start_checkpoint", "log start offset"),
@@ -22,7 +29,7 @@ def checkpoint_findings(rl: list) -> list[Finding]:
             v = r[col]
             if v is not None and v > r["leo"]:
                 out.append(Finding(
-                    kind="checkpoint_inconsistent", severity=KINDS["checkpoint_inconsistent"], topic=r["topic"], partition=r["partition"], brokers=[r["broker"]],
+                    kind="checkpoint_inconsistent", severity=FINDING_KINDS["checkpoint_inconsistent"], topic=r["topic"], partition=r["partition"], brokers=[r["broker"]],
                     first_offset=r["leo"], last_offset=v - 1,
                     evidence=[Evidence(r["broker"], r["log_dir"], None, f"{name} checkpoint {v} > LEO {r['leo']}")],
                     explanation=f"The {name} checkpointed for {r['topic']}-{r['partition']} on broker {r['broker']} is "
@@ -31,5 +38,5 @@ def checkpoint_findings(rl: list) -> list[Finding]:
     return out
 
 
-def find(case) -> list[Finding]:
-    return checkpoint_findings(case.rl)
+def find(case: Case) -> list[Finding]:
+    return checkpoint_findings(case.replicas)

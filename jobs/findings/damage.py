@@ -8,12 +8,19 @@ killed after a roll; anything in ``-delete``, ``-future`` or ``-stray`` dirs or
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
+from parsers.offset_index import ENTRY_SIZE
+
 from .model import Evidence, Finding
 
-KINDS = {
+if TYPE_CHECKING:
+    from .case import Case
+
+FINDING_KINDS = {
     # corrupt data is an error: a torn tail is a write cut short (what it held is gone); a wrong
     # offset or transaction index serves wrong data until rebuilt
     "crc_mismatch": "error",
@@ -78,7 +85,7 @@ PROBLEM_EXPLANATIONS = {
 
 def problem_findings(problems: DataFrame) -> list[Finding]:
     """One finding per (file, kind): the first position as evidence, the count in the detail."""
-    # cluster_id_mismatch is also a discovery problem row; the cross-broker job reports it once.
+    # cluster_id_mismatch is also a discovery problem row; identity.py reports it once.
     p = problems.where((F.col("dir_state").isNull()) | (F.col("dir_state") == "live")).where(F.col("kind") != "cluster_id_mismatch")
     g = p.groupBy("broker", "topic", "partition", "path", "kind").agg(
         F.count("*").alias("n"), F.min("position").alias("position"), F.min_by("detail", "position").alias("detail")
@@ -89,7 +96,7 @@ def problem_findings(problems: DataFrame) -> list[Finding]:
         if r["n"] > 1:
             detail = f"{detail} (and {r['n'] - 1} more in this file)"
         out.append(Finding(
-            kind=r["kind"], severity=KINDS[r["kind"]], topic=r["topic"], partition=r["partition"], brokers=[r["broker"]],
+            kind=r["kind"], severity=FINDING_KINDS[r["kind"]], topic=r["topic"], partition=r["partition"], brokers=[r["broker"]],
             evidence=[Evidence(r["broker"], r["path"], r["position"], detail)],
             explanation=PROBLEM_EXPLANATIONS.get(r["kind"], f"{r['kind']} in {r['path']}."),
         ))
@@ -111,8 +118,8 @@ def index_past_eof_findings(index_entries: DataFrame, files: DataFrame) -> list[
     for r in g.collect():
         first = r["first"]
         out.append(Finding(
-            kind="index_mismatch", severity=KINDS["index_mismatch"], topic=r["topic"], partition=r["partition"], brokers=[r["broker"]], first_offset=first["offset"],
-            evidence=[Evidence(r["broker"], r["path"], first["slot"] * 8,
+            kind="index_mismatch", severity=FINDING_KINDS["index_mismatch"], topic=r["topic"], partition=r["partition"], brokers=[r["broker"]], first_offset=first["offset"],
+            evidence=[Evidence(r["broker"], r["path"], first["slot"] * ENTRY_SIZE,
                                f"entry {first['slot']} (offset {first['offset']}) points to byte {first['position']}, beyond the "
                                f"{r['segment_size']}-byte segment" + (f" (and {r['n'] - 1} more entries)" if r["n"] > 1 else ""))],
             explanation=PROBLEM_EXPLANATIONS["index_mismatch"],
@@ -120,6 +127,6 @@ def index_past_eof_findings(index_entries: DataFrame, files: DataFrame) -> list[
     return out
 
 
-def find(case) -> list[Finding]:
-    t = case.tables
-    return problem_findings(t["problems"]) + index_past_eof_findings(t["index_entries"], t["files"])
+def find(case: Case) -> list[Finding]:
+    tables = case.tables
+    return problem_findings(tables["problems"]) + index_past_eof_findings(tables["index_entries"], tables["files"])

@@ -7,18 +7,24 @@ entries of empty epochs differing between replicas, holes in compacted logs.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+from pyspark.sql import Row
+
+from jobs.replicas.survivors import Survivor
+
+from .evidence import producer_entries
+from .kinds import REPLICA_DIVERGENCE
 from .model import Evidence, Finding
 
-KINDS = {
-    "replica_divergence": "error",
+if TYPE_CHECKING:
+    from .case import Case
+
+FINDING_KINDS = {
+    REPLICA_DIVERGENCE: "error",
     # the log start moved consistently across replicas (retention, deleteRecords): context only
     "log_start_divergence": "info",
 }
-
-
-def producer_entries(keys, lo, hi) -> list[dict]:
-    return [{"producer_id": k["producer_id"], "producer_epoch": k["producer_epoch"], "first_sequence": lo, "last_sequence": hi}
-            for k in (keys or [])][:10]
 
 
 def fork_cause(has_leader_epochs: bool) -> str:
@@ -33,10 +39,11 @@ def fork_cause(has_leader_epochs: bool) -> str:
     return "as after an unclean election or a truncation to a stale high watermark (KAFKA-1211: the logs carry no leader epochs)"
 
 
-def divergence_findings(ranges: list, surv: dict | None = None) -> list[Finding]:
-    """One finding per divergent offset range, merging replica pairs that diverge over the same range.
+def divergence_findings(ranges: list[Row], survivors: dict[tuple[str, int], Survivor] | None = None) -> list[Finding]:
+    """One finding per divergent offset range (``ranges``: ``Case.ranges``), merging replica pairs
+    that diverge over the same range.
 
-    ``surv`` (``jobs.replicas.survivors.survivors``) names each partition's surviving log: the
+    ``survivors`` (``jobs.replicas.survivors.survivors``) names each partition's surviving log: the
     finding carries it as ``surviving_broker`` and the other replicas as ``salvage_brokers``, whose
     versions of the range the cluster will lose (``salvage`` exports them). Undetermined: only the
     replicas that are no candidate and differ from one are named for salvage."""
@@ -61,16 +68,16 @@ def divergence_findings(ranges: list, surv: dict | None = None) -> list[Finding]
     out = []
     for (topic, part, first, last), m in merged.items():
         ts = [t for t in m["ts"] if t is not None]
-        s = (surv or {}).get((topic, part))
-        candidates = {c["broker"] for c in s["candidates"]} if s else set(m["brokers"])
+        survivor = (survivors or {}).get((topic, part))
+        candidates = {c["broker"] for c in survivor.candidates} if survivor else set(m["brokers"])
         # salvage: a replica whose records here differ from a candidate's (one that holds the
         # survivor's records, e.g. a follower on its lineage, differs only from the forked replica)
         salvage = {b for pair in m["pairs"] for b, other in (pair, pair[::-1]) if b not in candidates and other in candidates}
         out.append(Finding(
-            kind="replica_divergence", severity=KINDS["replica_divergence"], topic=topic, partition=part, brokers=sorted(m["brokers"]),
+            kind="replica_divergence", severity=FINDING_KINDS["replica_divergence"], topic=topic, partition=part, brokers=sorted(m["brokers"]),
             first_offset=first, last_offset=last, records=m["records"], bytes=m["bytes"], leader_epochs=sorted(m["epochs"]),
             producers=_dedupe(m["producers"]), first_timestamp=min(ts) if ts else None, last_timestamp=max(ts) if ts else None,
-            evidence=m["ev"], surviving_broker=s["broker"] if s else None,
+            evidence=m["ev"], surviving_broker=survivor.broker if survivor else None,
             salvage_brokers=sorted(salvage),
             explanation=f"Brokers {', '.join(map(str, sorted(m['brokers'])))} hold different records at offsets {first}-{last} of "
                         f"{topic}-{part} (leader epochs {sorted(m['epochs'])}): the logs forked, {fork_cause(bool(m['epochs']))}; "
@@ -89,15 +96,15 @@ def _dedupe(producers: list[dict]) -> list[dict]:
     return out
 
 
-def _divergences(case) -> list[Finding]:
+def _divergences(case: Case) -> list[Finding]:
     return divergence_findings(case.ranges, case.survivors)
 
 
-def divergences(case) -> list[Finding]:
+def divergences(case: Case) -> list[Finding]:
     """The replica_divergence findings with their surviving and salvage brokers, once per case: the
     consumer-impact rule (``loss``) names the same ranges and brokers as this detector reports."""
     return case.shared(_divergences)
 
 
-def find(case) -> list[Finding]:
+def find(case: Case) -> list[Finding]:
     return divergences(case)

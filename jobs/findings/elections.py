@@ -41,17 +41,24 @@ tail (acks=1 loss).
 from __future__ import annotations
 
 from collections import defaultdict
+from typing import TYPE_CHECKING
 
-from jobs.replicas.survivors import last_epoch
+from pyspark.sql import Row
+
+from jobs.history.views import History
+from jobs.replicas.survivors import Survivor, last_epoch
 
 from .model import Evidence, Finding, ms
 
-KINDS = {"unclean_leader_election": "error", "committed_data_lost_in_crash": "error", "leader_epoch_conflict": "warning"}
+if TYPE_CHECKING:
+    from .case import Case
+
+FINDING_KINDS = {"unclean_leader_election": "error", "committed_data_lost_in_crash": "error", "leader_epoch_conflict": "warning"}
 SAME_ELECTION_MS = 60_000  # a sentence naming neither epoch nor leader belongs to an election this close in time
 RECOVERING = 1
 
 
-def _epoch_starts(lineage: list) -> dict[tuple, int]:
+def _epoch_starts(lineage: list[Row]) -> dict[tuple, int]:
     starts: dict[tuple, int] = {}
     for r in lineage:
         s = r["batch_start_offset"] if r["batch_start_offset"] is not None else r["checkpoint_start_offset"]
@@ -104,7 +111,7 @@ def _corroborate(f: Finding, lines: list, used: set, t: int | None, leaders: set
             used.add(key)
 
 
-def unclean_election_findings(elections: list, log_unclean: list, lineage: list) -> list[Finding]:
+def unclean_election_findings(elections: list[Row], log_unclean: list[Row], lineage: list[Row]) -> list[Finding]:
     """One ``unclean_leader_election`` per election the metadata log (``elections``: metadata_events
     rows with election 'unclean') or a line stating RECOVERING (``log_unclean``: log_events rows of
     unclean_election / leader_recovery, topic resolved where possible) records as unclean; the
@@ -132,7 +139,7 @@ def unclean_election_findings(elections: list, log_unclean: list, lineage: list)
         where = f" at offset {start}" if start is not None else ""
         kind_of = "unclean recovery" if e["elected_from"] == "last_known_leader" else "unclean election"
         f = Finding(
-            kind="unclean_leader_election", severity=KINDS["unclean_leader_election"], topic=e["topic"], partition=e["partition"],
+            kind="unclean_leader_election", severity=FINDING_KINDS["unclean_leader_election"], topic=e["topic"], partition=e["partition"],
             brokers=[e["leader"], *(e["prev_isr"] or [])], first_offset=start, leader_epochs=[e["leader_epoch"]],
             first_timestamp=t, last_timestamp=t, evidence=ev, evidence_basis="metadata_log",
             explanation=f"Broker {e['leader']} was elected leader of {e['topic']}-{e['partition']} {how} ({kind_of}, leader epoch "
@@ -155,7 +162,7 @@ def unclean_election_findings(elections: list, log_unclean: list, lineage: list)
         start = starts.get((topic, part, epoch))
         t = min((ms(r["time"]) for r in lines if r["time"] is not None), default=None)
         f = Finding(
-            kind="unclean_leader_election", severity=KINDS["unclean_leader_election"], topic=topic, partition=part, brokers=[leader],
+            kind="unclean_leader_election", severity=FINDING_KINDS["unclean_leader_election"], topic=topic, partition=part, brokers=[leader],
             first_offset=start, leader_epochs=[epoch] if epoch is not None else [], first_timestamp=t, last_timestamp=t,
             evidence=[_line_evidence(r) for r in lines], evidence_basis="broker_log",
             explanation=f"Broker {leader} was elected leader of {topic}-{part}"
@@ -188,7 +195,7 @@ def _merge_kept_state(findings: list[Finding]) -> list[Finding]:
     return out
 
 
-def _replica_epoch_starts(lineage: list) -> dict[tuple, dict[int, int]]:
+def _replica_epoch_starts(lineage: list[Row]) -> dict[tuple, dict[int, int]]:
     """Per replica, {epoch: start offset}: its leader-epoch-checkpoint entry, else its first batch
     stamped with that epoch."""
     out: dict[tuple, dict[int, int]] = defaultdict(dict)
@@ -220,20 +227,20 @@ def crash_lost_data(leader: dict | None, hw: int) -> bool:
             and leader["recovery_point"] < hw)
 
 
-def _cause_at(topic: str, part: int, s: dict, reps: dict, starts: dict, decided: dict, replicas: list) -> tuple | None:
+def _cause_at(topic: str, part: int, survivor: Survivor, live: dict, starts: dict, decided: dict, keys: list) -> tuple | None:
     """(epoch, start, old replica) of the highest HW checkpoint an old-lineage replica of the partition
     keeps above the start of the surviving log's next epoch, the same on every surviving-log
     candidate, of an election no record or line already decides unclean (``decided``); None when
-    there is none or the candidates disagree. ``replicas``: the partition's (topic, partition,
-    broker) keys of ``reps``."""
-    cands = {c["broker"] for c in s["candidates"]}
+    there is none or the candidates disagree. ``live``: live replica_logs rows by (topic, partition, broker); ``keys``:
+    the partition's keys of ``live``."""
+    candidates = {c["broker"] for c in survivor.candidates}
     best = None
-    for t, p, b in replicas:
-        old = reps[(t, p, b)]
-        if b in cands or old["hw_checkpoint"] is None or last_epoch(old) < 0:
+    for t, p, b in keys:
+        old = live[(t, p, b)]
+        if b in candidates or old["hw_checkpoint"] is None or last_epoch(old) < 0:
             continue
-        hits = {epoch_below_hw(starts.get((t, p, c), {}), reps[(t, p, c)]["log_start_offset"] or 0, last_epoch(old),
-                               old["hw_checkpoint"]) for c in cands}
+        hits = {epoch_below_hw(starts.get((t, p, c), {}), live[(t, p, c)]["log_start_offset"] or 0, last_epoch(old),
+                               old["hw_checkpoint"]) for c in candidates}
         if len(hits) != 1 or None in hits:
             continue  # a candidate without leader epochs (KAFKA-1211 stays possible), or candidates that disagree
         epoch, start = hits.pop()
@@ -244,29 +251,29 @@ def _cause_at(topic: str, part: int, s: dict, reps: dict, starts: dict, decided:
     return best
 
 
-def files_election_findings(rl: list, lineage: list, surv: dict, decided: dict | None = None,
-                            recorded: dict | None = None) -> list[Finding]:
+def files_election_findings(replicas: list[Row], lineage: list[Row], survivors: dict[tuple[str, int], Survivor],
+                            decided: dict | None = None, recorded: dict | None = None) -> list[Finding]:
     """The cause of an epoch of the surviving log that starts below a high watermark another replica
     checkpointed for an earlier epoch (module doc), for elections neither the metadata log nor a
     line stating RECOVERING decides unclean (``decided``: (topic, partition, epoch) -> 'clean' or
     'unclean', ``election_verdicts``; ``recorded``: the metadata_events rows of the recorded ones;
-    ``surv``: ``survivors.survivors``). One finding per partition, on the highest such HW. Its
+    ``survivors``: ``survivors.survivors``). One finding per partition, on the highest such HW. Its
     ``brokers`` are the epoch's leader, or every replica the files cannot tell from it (those
     starting the epoch at the same offset); a crash is the cause only when each of them shows one.
     An election the metadata log records as clean can only be the crash."""
     decided, recorded = decided or {}, recorded or {}
-    reps = {(r["topic"], r["partition"], r["broker"]): r for r in rl if r["dir_state"] == "live"}
-    replicas = defaultdict(list)  # (topic, partition) -> its keys of reps: a scan of all per partition was quadratic
-    for key in reps:
-        replicas[key[:2]].append(key)
+    live = {(r["topic"], r["partition"], r["broker"]): r for r in replicas if r["dir_state"] == "live"}
+    keys_of = defaultdict(list)  # (topic, partition) -> its keys of live: a scan of all per partition was quadratic
+    for key in live:
+        keys_of[key[:2]].append(key)
     starts = _replica_epoch_starts(lineage)
     epochs_of = defaultdict(list)  # (topic, partition) -> (broker, its epoch starts), every replica in the lineage
     for (t, p, b), e in starts.items():
         epochs_of[(t, p)].append((b, e))
     leaders = {(r["topic"], r["partition"], r["leader_epoch"]): (r["likely_leader"], r["leader_evidence"]) for r in lineage}
     out = []
-    for (topic, part), s in sorted(surv.items()):
-        hit = _cause_at(topic, part, s, reps, starts, decided, replicas[(topic, part)])
+    for (topic, part), survivor in sorted(survivors.items()):
+        hit = _cause_at(topic, part, survivor, live, starts, decided, keys_of[(topic, part)])
         if hit is None:
             continue
         epoch, start, old = hit
@@ -274,7 +281,7 @@ def files_election_findings(rl: list, lineage: list, surv: dict, decided: dict |
         lead = leaders.get((topic, part, epoch), (None, None))[0]
         who = sorted([lead] if lead is not None else
                      [b for b, e in epochs_of[(topic, part)] if e.get(epoch) == start])
-        crashed = [crash_lost_data(reps.get((topic, part, b)), hw) for b in who]
+        crashed = [crash_lost_data(live.get((topic, part, b)), hw) for b in who]
         if any(crashed) and not all(crashed):
             continue  # one possible leader lost data in a crash, another did not: the files cannot tell the cause
         clean = decided.get((topic, part, epoch)) == "clean"
@@ -282,7 +289,7 @@ def files_election_findings(rl: list, lineage: list, surv: dict, decided: dict |
             continue  # the record says clean and no crash explains the start: the record wins (module doc)
         ev = [Evidence(old["broker"], f"{old['log_dir']}/replication-offset-checkpoint", None,
                        f"high watermark {hw} checkpointed for {topic}-{part}; this replica's latest leader epoch is {last_epoch(old)}")]
-        for r in filter(None, (reps.get((topic, part, b)) for b in who)):
+        for r in filter(None, (live.get((topic, part, b)) for b in who)):
             b = r["broker"]
             ev.append(Evidence(b, f"{r['log_dir']}/{topic}-{part}/leader-epoch-checkpoint", None, f"leader epoch {epoch} starts at offset {start}"))
             ev.append(Evidence(b, f"{r['log_dir']}/recovery-point-offset-checkpoint", None,
@@ -298,31 +305,31 @@ def files_election_findings(rl: list, lineage: list, surv: dict, decided: dict |
         common = dict(topic=topic, partition=part, brokers=who, first_offset=start, last_offset=hw - 1, records=hw - start,
                       leader_epochs=[epoch], evidence=ev, evidence_basis="files")
         if all(crashed) and crashed:
-            out.append(Finding(kind="committed_data_lost_in_crash", severity=KINDS["committed_data_lost_in_crash"], **common, explanation=(
+            out.append(Finding(kind="committed_data_lost_in_crash", severity=FINDING_KINDS["committed_data_lost_in_crash"], **common, explanation=(
                 f"{where}; its leader, {named}, shows an unclean shutdown with its recovery point below that HW: it lost "
                 "committed records it had not flushed in a crash and was then elected "
                 + ("cleanly (the metadata log records the election), as the last replica standing"
                    if clean else "(cleanly, as the last replica standing, or from outside the ISR: the files cannot tell)")
                 + f", so offsets {start}-{hw - 1} were lost or overwritten.")))
         else:
-            out.append(Finding(kind="unclean_leader_election", severity=KINDS["unclean_leader_election"], **common, explanation=(
+            out.append(Finding(kind="unclean_leader_election", severity=FINDING_KINDS["unclean_leader_election"], **common, explanation=(
                 f"{where}; with leader epochs (KIP-101) a leader elected from the ISR starts at or above the HW, and its leader, "
                 f"{named}, shows no crash that lost data: it was elected from outside the ISR (unclean election, decided from the "
                 f"files), and committed offsets {start}-{hw - 1} are lost.")))
     return out
 
 
-def election_verdicts(history: dict, lineage: list) -> dict[tuple, str]:
+def election_verdicts(history: History, lineage: list[Row]) -> dict[tuple, str]:
     """(topic, partition, leader epoch) -> 'clean' or 'unclean' for the elections the metadata log
     records or a line stating RECOVERING names (module doc, 1 and 2; the record wins). A new
     leader's RECOVERING line whose epoch could not be told decides each epoch the lineage names
     that broker leader of."""
-    out = {k: e["election"] for k, e in recorded_elections(history["events"]).items()}
+    out = {k: e["election"] for k, e in recorded_elections(history.events).items()}
     led = defaultdict(list)
     for r in lineage:
         if r["likely_leader"] is not None:
             led[(r["topic"], r["partition"], r["likely_leader"])].append(r["leader_epoch"])
-    for line in history["log_unclean"]:
+    for line in history.log_unclean:
         if not states_election(line) or line["topic"] is None or line["partition"] is None:
             continue
         key = (line["topic"], line["partition"])
@@ -331,28 +338,29 @@ def election_verdicts(history: dict, lineage: list) -> dict[tuple, str]:
     return out
 
 
-def election_findings(history: dict, lineage: list, rl: list, surv: dict) -> list[Finding]:
+def election_findings(history: History, lineage: list[Row], replicas: list[Row],
+                      survivors: dict[tuple[str, int], Survivor]) -> list[Finding]:
     """Every election finding: the recorded and stated unclean elections, then the files' causes of
     the others, each with the controllers' sentences about the same election as evidence."""
-    out = unclean_election_findings([e for e in history["events"] if e["election"] == "unclean"], history["log_unclean"], lineage)
+    out = unclean_election_findings([e for e in history.events if e["election"] == "unclean"], history.log_unclean, lineage)
     used = {(e.path, e.position) for f in out for e in f.evidence}
-    files = files_election_findings(rl, lineage, surv, election_verdicts(history, lineage), recorded_elections(history["events"]))
+    files = files_election_findings(replicas, lineage, survivors, election_verdicts(history, lineage), recorded_elections(history.events))
     by_part = defaultdict(list)
-    for line in history["log_unclean"]:
+    for line in history.log_unclean:
         by_part[(line["topic"], line["partition"])].append(line)
     for f in files:
         _corroborate(f, by_part.get((f.topic, f.partition), []), used, None, set(f.brokers))
     return out + files
 
 
-def epoch_conflict_findings(lineage: list, rl: list) -> list[Finding]:
+def epoch_conflict_findings(lineage: list[Row], replicas: list[Row]) -> list[Finding]:
     """Replicas that hold records of an epoch but disagree where it starts (beyond their log start)."""
-    reps = {(r["topic"], r["partition"], r["broker"]): r for r in rl}
+    by_key = {(r["topic"], r["partition"], r["broker"]): r for r in replicas}
     by = defaultdict(list)
     for row in lineage:
         if row["batch_start_offset"] is None:
             continue
-        rep = reps.get((row["topic"], row["partition"], row["broker"]))
+        rep = by_key.get((row["topic"], row["partition"], row["broker"]))
         if rep is None or row["batch_start_offset"] <= rep["log_start_offset"] or (rep["first_offset"] is not None and row["batch_start_offset"] <= rep["first_offset"]):
             continue  # the epoch's start may have been deleted by retention on this replica
         by[(row["topic"], row["partition"], row["leader_epoch"])].append(row)
@@ -361,7 +369,7 @@ def epoch_conflict_findings(lineage: list, rl: list) -> list[Finding]:
         starts = {row["batch_start_offset"] for row in rows}
         if len(starts) > 1:
             out.append(Finding(
-                kind="leader_epoch_conflict", severity=KINDS["leader_epoch_conflict"], topic=topic, partition=part, brokers=[row["broker"] for row in rows],
+                kind="leader_epoch_conflict", severity=FINDING_KINDS["leader_epoch_conflict"], topic=topic, partition=part, brokers=[row["broker"] for row in rows],
                 first_offset=min(starts), last_offset=max(starts) - 1, leader_epochs=[epoch],
                 evidence=[Evidence(row["broker"], None, None, f"epoch {epoch} starts at {row['batch_start_offset']}") for row in rows],
                 explanation=f"Replicas disagree on where leader epoch {epoch} of {topic}-{part} starts "
@@ -370,6 +378,6 @@ def epoch_conflict_findings(lineage: list, rl: list) -> list[Finding]:
     return out
 
 
-def find(case) -> list[Finding]:
-    h = case.history
-    return election_findings(h, case.lineage, case.rl, case.survivors) + epoch_conflict_findings(case.lineage, case.rl)
+def find(case: Case) -> list[Finding]:
+    return (election_findings(case.history, case.lineage, case.replicas, case.survivors)
+            + epoch_conflict_findings(case.lineage, case.replicas))

@@ -3,22 +3,29 @@
 from __future__ import annotations
 
 from collections import defaultdict
+from typing import TYPE_CHECKING
+
+from pyspark.sql import Row
 
 from .model import Evidence, Finding
 
-KINDS = {"topic_id_mismatch": "error", "cluster_id_mismatch": "error"}
+if TYPE_CHECKING:
+    from .case import Case
+
+FINDING_KINDS = {"topic_id_mismatch": "error", "cluster_id_mismatch": "error"}
 
 
-def topic_id_findings(rl: list) -> list[Finding]:
+def topic_id_findings(replicas: list[Row]) -> list[Finding]:
+    """Replicas of one partition whose partition.metadata names different topic ids."""
     by = defaultdict(dict)
-    for r in rl:
+    for r in replicas:
         if r["dir_state"] == "live" and r["topic_id"]:
             by[(r["topic"], r["partition"])][r["broker"]] = r["topic_id"]
     out = []
     for (topic, part), ids in by.items():
         if len(set(ids.values())) > 1:
             out.append(Finding(
-                kind="topic_id_mismatch", severity=KINDS["topic_id_mismatch"], topic=topic, partition=part, brokers=list(ids),
+                kind="topic_id_mismatch", severity=FINDING_KINDS["topic_id_mismatch"], topic=topic, partition=part, brokers=list(ids),
                 evidence=[Evidence(b, None, None, f"partition.metadata topic_id {i}") for b, i in sorted(ids.items())],
                 explanation=f"Replicas of {topic}-{part} carry different topic ids: one holds data of a deleted and re-created "
                             "topic of the same name, which Kafka will not mix.",
@@ -26,17 +33,18 @@ def topic_id_findings(rl: list) -> list[Finding]:
     return out
 
 
-def cluster_id_findings(brokers: list) -> list[Finding]:
+def cluster_id_findings(brokers: list[Row]) -> list[Finding]:
+    """Collected brokers whose meta.properties name different cluster ids."""
     ids = {b["broker"]: b["cluster_id"] for b in brokers if b["cluster_id"]}
     if len(set(ids.values())) <= 1:
         return []
     return [Finding(
-        kind="cluster_id_mismatch", severity=KINDS["cluster_id_mismatch"], brokers=list(ids),
+        kind="cluster_id_mismatch", severity=FINDING_KINDS["cluster_id_mismatch"], brokers=list(ids),
         evidence=[Evidence(b, None, None, f"meta.properties cluster.id {c}") for b, c in sorted(ids.items())],
         explanation="The collected brokers belong to different clusters (meta.properties cluster.id differs): "
                     "either the collection mixes clusters or a broker was re-formatted.",
     )]
 
 
-def find(case) -> list[Finding]:
-    return topic_id_findings(case.rl) + cluster_id_findings(case.tables["brokers"].collect())
+def find(case: Case) -> list[Finding]:
+    return topic_id_findings(case.replicas) + cluster_id_findings(case.tables["brokers"].collect())

@@ -11,13 +11,18 @@ forked: one finding per range, naming every node that holds it and the leader's 
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from jobs.replicas.metadata_log import CopyVerdict, EpochStart, MetadataLogComparison, RaftLogCopy
 from jobs.replicas.replica_logs import METADATA_TOPIC
 
 from .model import Evidence, Finding
 
+if TYPE_CHECKING:
+    from .case import Case
+
 KIND = "metadata_log_divergence"
-KINDS = {KIND: "error"}
+FINDING_KINDS = {KIND: "error"}
 
 
 def _where(v: CopyVerdict, node: int) -> tuple[str | None, int | None]:
@@ -73,7 +78,7 @@ def divergence_findings(cmp: MetadataLogComparison) -> list[Finding]:
         unique = {(u.first_offset, u.last_offset, u.epoch): u for u in runs}
         epochs = {u.epoch for u in runs} | ({start.epoch} if start else set())
         out.append(Finding(
-            KIND, KINDS[KIND], METADATA_TOPIC, 0, brokers=[*holders, cmp.leader_copy], first_offset=first, last_offset=end - 1,
+            KIND, FINDING_KINDS[KIND], METADATA_TOPIC, 0, brokers=[*holders, cmp.leader_copy], first_offset=first, last_offset=end - 1,
             records=sum(u.records for u in unique.values()) or None, leader_epochs=sorted(epochs),
             first_timestamp=min((u.first_timestamp for u in runs if u.first_timestamp is not None), default=None),
             last_timestamp=max((u.last_timestamp for u in runs if u.last_timestamp is not None), default=None),
@@ -93,7 +98,7 @@ def divergence_findings(cmp: MetadataLogComparison) -> list[Finding]:
             seen.add(u)
             path, position = _where(v, v.node)
             out.append(Finding(
-                KIND, KINDS[KIND], METADATA_TOPIC, 0, brokers=[*u.holders, cmp.leader_copy], first_offset=u.first_offset, last_offset=u.last_offset,
+                KIND, FINDING_KINDS[KIND], METADATA_TOPIC, 0, brokers=[*u.holders, cmp.leader_copy], first_offset=u.first_offset, last_offset=u.last_offset,
                 records=u.records or None, leader_epochs=[u.epoch], first_timestamp=u.first_timestamp, last_timestamp=u.last_timestamp,
                 evidence=[Evidence(v.node, path, position, f"node {v.node}: {u.batches} batch(es) of epoch {u.epoch} at "
                                                            f"{u.first_offset}-{u.last_offset} that the leader's log holds with other bytes")],
@@ -106,5 +111,5 @@ def divergence_findings(cmp: MetadataLogComparison) -> list[Finding]:
     return out
 
 
-def find(case) -> list[Finding]:
+def find(case: Case) -> list[Finding]:
     return divergence_findings(case.metadata_log)

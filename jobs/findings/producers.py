@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
@@ -9,7 +11,10 @@ from jobs.replicas.replica_logs import live_segment_batches
 
 from .model import Evidence, Finding
 
-KINDS = {"duplicate_sequence": "warning"}
+if TYPE_CHECKING:
+    from .case import Case
+
+FINDING_KINDS = {"duplicate_sequence": "warning"}
 
 
 def duplicate_sequence_findings(batches: DataFrame) -> list[Finding]:
@@ -32,7 +37,7 @@ def duplicate_sequence_findings(batches: DataFrame) -> list[Finding]:
     out = []
     for r in agg.collect():
         out.append(Finding(
-            kind="duplicate_sequence", severity=KINDS["duplicate_sequence"], topic=r["topic"], partition=r["partition"], brokers=[r["broker"]],
+            kind="duplicate_sequence", severity=FINDING_KINDS["duplicate_sequence"], topic=r["topic"], partition=r["partition"], brokers=[r["broker"]],
             first_offset=r["first"], last_offset=r["second"], records=r["records"],
             producers=[{"producer_id": r["producer_id"], "producer_epoch": r["producer_epoch"],
                         "first_sequence": r["min_seq"], "last_sequence": r["max_seq"]}],
@@ -43,5 +48,5 @@ def duplicate_sequence_findings(batches: DataFrame) -> list[Finding]:
     return out
 
 
-def find(case) -> list[Finding]:
+def find(case: Case) -> list[Finding]:
     return duplicate_sequence_findings(case.tables["batches"])

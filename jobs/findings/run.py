@@ -20,6 +20,7 @@ from jobs.store.spark import side_by_side
 from jobs.store.tables import FINDINGS_SCHEMA
 
 from .case import Case
+from .kinds import LOSS_KINDS
 from .model import Finding, finalize, to_rows
 from .registry import DETECTORS
 
@@ -51,7 +52,7 @@ def run(spark: SparkSession, out: Path, ledger: Path | None = None, stage: Calla
         write_table(local_frame(spark, to_rows(findings), from_arrow_schema(FINDINGS_SCHEMA)).coalesce(1), out, "findings")
         # after the findings: each truncation names the finding whose records it destroys
         stage("restart preview")
-        write_table(restart_preview.build(case, findings).coalesce(1), out, "restart_preview")
+        write_table(restart_preview.build(case, [f for k in LOSS_KINDS for f in findings if f.kind == k]).coalesce(1), out, "restart_preview")
     except BaseException:
         # a failed run in a session that goes on (the demo, the tests) leaves nothing cached; after
         # the pool, where nothing runs beside any more but on Ctrl-C (then the session is

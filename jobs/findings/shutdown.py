@@ -6,16 +6,20 @@ Not reported: a KRaft controller-only node without the marker (it never writes o
 from __future__ import annotations
 
 from collections import defaultdict
+from typing import TYPE_CHECKING
 
-from pyspark.sql import DataFrame
+from pyspark.sql import DataFrame, Row
 from pyspark.sql import functions as F
 
 from .model import Evidence, Finding
 
-KINDS = {"unclean_shutdown": "info"}
+if TYPE_CHECKING:
+    from .case import Case
+
+FINDING_KINDS = {"unclean_shutdown": "info"}
 
 
-def unclean_shutdown_findings(rl: list, files: DataFrame, brokers: DataFrame) -> list[Finding]:
+def unclean_shutdown_findings(replicas: list[Row], files: DataFrame, brokers: DataFrame) -> list[Finding]:
     """One finding per data broker with a log dir lacking ``.kafka_cleanshutdown`` (info, not damage).
 
     Kafka writes the marker into every log dir at a clean stop, so a JBOD broker's dirs lack it
@@ -31,7 +35,7 @@ def unclean_shutdown_findings(rl: list, files: DataFrame, brokers: DataFrame) ->
         F.max(F.when((F.col("topic").isNotNull()) & (F.col("topic") != "__cluster_metadata"), 1).otherwise(0)).alias("has_data"),
     ).collect()
     by_dir = defaultdict(list)
-    for r in rl:
+    for r in replicas:
         by_dir[(r["broker"], r["log_dir"])].append(r)
     unclean = defaultdict(list)
     for k in sorted(kinds, key=lambda k: (k["broker"], k["log_dir"])):
@@ -45,9 +49,9 @@ def unclean_shutdown_findings(rl: list, files: DataFrame, brokers: DataFrame) ->
     out = []
     for broker, dirs in unclean.items():
         names = [k["log_dir"] for k in dirs]
-        reps = sorted((r for d in names for r in by_dir[(broker, d)]), key=lambda r: (r["topic"], r["partition"]))
-        behind = [r for r in reps if r["recovery_point"] is not None and r["recovery_point"] < r["leo"]]
-        padded = [r for r in reps if (r["index_padding_entries"] or 0) > 0]
+        replicas_here = sorted((r for d in names for r in by_dir[(broker, d)]), key=lambda r: (r["topic"], r["partition"]))
+        behind = [r for r in replicas_here if r["recovery_point"] is not None and r["recovery_point"] < r["leo"]]
+        padded = [r for r in replicas_here if (r["index_padding_entries"] or 0) > 0]
         ev = [Evidence(broker, d, None, "no .kafka_cleanshutdown marker in this log dir") for d in names]
         for r in behind[:5]:
             ev.append(Evidence(broker, None, None,
@@ -60,7 +64,7 @@ def unclean_shutdown_findings(rl: list, files: DataFrame, brokers: DataFrame) ->
             ev.append(Evidence(broker, p, 0, "0-byte file of a segment rolled just before the stop"))
         where = f"log dir {names[0]}" if len(names) == 1 else f"log dirs {', '.join(names)}"
         out.append(Finding(
-            kind="unclean_shutdown", severity=KINDS["unclean_shutdown"], brokers=[broker], evidence=ev,
+            kind="unclean_shutdown", severity=FINDING_KINDS["unclean_shutdown"], brokers=[broker], evidence=ev,
             explanation=f"Broker {broker} did not shut down cleanly (no .kafka_cleanshutdown in {where}): Kafka runs log "
                         f"recovery from the recovery point at the next start; checkpoints on disk may be stale "
                         f"({len(behind)} partitions with recovery point behind LEO).",
@@ -68,5 +72,5 @@ def unclean_shutdown_findings(rl: list, files: DataFrame, brokers: DataFrame) ->
     return out
 
 
-def find(case) -> list[Finding]:
-    return unclean_shutdown_findings(case.rl, case.tables["files"], case.tables["brokers"])
+def find(case: Case) -> list[Finding]:
+    return unclean_shutdown_findings(case.replicas, case.tables["files"], case.tables["brokers"])

@@ -20,21 +20,26 @@ read up to its end). Offsets at or above the HW are never judged (they were not 
 from __future__ import annotations
 
 from collections import defaultdict
+from typing import TYPE_CHECKING
 
+from pyspark.sql import Row
 from pyspark.sql import functions as F
 
 from jobs.replicas.survivors import brokers_text
 from parsers.remote_log_metadata import COPY_SEGMENT_FINISHED, latest_segments
 
-from .loss import interval_union
 from .model import Evidence, Finding
+from .ranges import interval_union
 
-KINDS = {"remote_log_gap": "error"}
+if TYPE_CHECKING:
+    from .case import Case
+
+FINDING_KINDS = {"remote_log_gap": "error"}
 
 EVIDENCE_CAP = 5
 
 
-def remote_gaps(replicas: list, segments: list[dict]) -> list[tuple[int, int]]:
+def remote_gaps(replicas: list[Row], segments: list[dict]) -> list[tuple[int, int]]:
     """The offsets from the partition's log start up to its HW - 1 that no replica holds locally
     and no finished remote segment holds. ``replicas``: the partition's live replica_logs rows."""
     starts = [r["log_start_checkpoint"] for r in replicas if r["log_start_checkpoint"] is not None]
@@ -58,7 +63,7 @@ def remote_gaps(replicas: list, segments: list[dict]) -> list[tuple[int, int]]:
     return [(a, b) for a, b in gaps if a <= b]
 
 
-def gap_findings(replicas: list, segments: list[dict], gaps: list[tuple[int, int]]) -> list[Finding]:
+def gap_findings(replicas: list[Row], segments: list[dict], gaps: list[tuple[int, int]]) -> list[Finding]:
     """One finding per gap, naming the replicas' local starts and the remote segments in it."""
     out = []
     for lo, hi in gaps:
@@ -71,7 +76,7 @@ def gap_findings(replicas: list, segments: list[dict], gaps: list[tuple[int, int
                               f"HW checkpoint {r['hw_checkpoint']}") for r in replicas]  # fmt: skip
         brokers = sorted({r["broker"] for r in replicas})
         out.append(Finding(
-            kind="remote_log_gap", severity=KINDS["remote_log_gap"], topic=replicas[0]["topic"], partition=replicas[0]["partition"], brokers=brokers,
+            kind="remote_log_gap", severity=FINDING_KINDS["remote_log_gap"], topic=replicas[0]["topic"], partition=replicas[0]["partition"], brokers=brokers,
             first_offset=lo, last_offset=hi, records=hi - lo + 1, evidence=evidence,
             explanation=f"Offsets {lo}-{hi} lie between the log start and the high watermark (committed) but no replica "
                         f"({brokers_text(brokers)}) holds them locally and __remote_log_metadata records no finished copy of "
@@ -81,16 +86,16 @@ def gap_findings(replicas: list, segments: list[dict], gaps: list[tuple[int, int
     return out
 
 
-def find(case) -> list[Finding]:
+def find(case: Case) -> list[Finding]:
     rows = case.tables["remote_segments"].where(F.col("segment_id").isNotNull()).collect()
     if not rows:
         return []
     by_partition = latest_segments(rows)
-    replicas: dict[tuple[str, int], list] = defaultdict(list)
-    for r in case.rl:
+    live: dict[tuple[str, int], list] = defaultdict(list)  # the tiered partitions' live replicas
+    for r in case.replicas:
         if r["dir_state"] == "live" and (r["topic"], r["partition"]) in by_partition:
-            replicas[(r["topic"], r["partition"])].append(r)
+            live[(r["topic"], r["partition"])].append(r)
     out = []
-    for key, reps in sorted(replicas.items()):
-        out += gap_findings(reps, by_partition[key], remote_gaps(reps, by_partition[key]))
+    for key, replicas in sorted(live.items()):
+        out += gap_findings(replicas, by_partition[key], remote_gaps(replicas, by_partition[key]))
     return out

@@ -7,14 +7,20 @@ coordinator), which win over ``hanging_transaction`` for the same transaction.
 
 from __future__ import annotations
 
-from pyspark.sql import DataFrame
+from typing import TYPE_CHECKING
+
+from pyspark.sql import DataFrame, Row
 from pyspark.sql import functions as F
 
 from jobs.replicas.replica_logs import live_segment_batches
+from jobs.replicas.survivors import Survivor
 
 from .model import Evidence, Finding
 
-KINDS = {
+if TYPE_CHECKING:
+    from .case import Case
+
+FINDING_KINDS = {
     "hanging_transaction": "warning",
     "transaction_marker_lost": "error",
 }
@@ -26,7 +32,7 @@ TXN_MAX_TIMEOUT_MS = 15 * 60 * 1000
 PENDING_FIELDS = ("base_offset", "last_offset", "max_timestamp", "path", "position", "producer_epoch")
 
 
-def pending_transactions(batches: DataFrame, producer_states: DataFrame, runs: DataFrame) -> list:
+def pending_transactions(batches: DataFrame, producer_states: DataFrame, runs: DataFrame) -> list[dict]:
     """Per replica and producer id, the transactional data after the producer's last marker in that
     replica's log (``pending``: base/last offset, max timestamp, path, position, producer epoch), with
     the partition's newest batch time and the open first offsets its producer snapshots hold.
@@ -59,7 +65,7 @@ def pending_transactions(batches: DataFrame, producer_states: DataFrame, runs: D
     return out
 
 
-def hanging_transaction_findings(pending: list, lost_markers: list[Finding] = ()) -> list[Finding]:
+def hanging_transaction_findings(pending: list[dict], lost_markers: list[Finding] = ()) -> list[Finding]:
     """Transactional data after the producer's last marker, that no producer state holds open,
     and older than the longest transaction Kafka allows against the partition's newest data.
     ``pending``: ``pending_transactions``. A transaction ``transaction_marker_lost`` already names
@@ -73,7 +79,7 @@ def hanging_transaction_findings(pending: list, lost_markers: list[Finding] = ()
         if r["newest_ts"] is None or first["max_timestamp"] is None or r["newest_ts"] - first["max_timestamp"] < TXN_MAX_TIMEOUT_MS:
             continue
         out.append(Finding(
-            kind="hanging_transaction", severity=KINDS["hanging_transaction"], topic=r["topic"], partition=r["partition"], brokers=[r["broker"]],
+            kind="hanging_transaction", severity=FINDING_KINDS["hanging_transaction"], topic=r["topic"], partition=r["partition"], brokers=[r["broker"]],
             first_offset=first["base_offset"], last_offset=last["last_offset"],
             producers=[{"producer_id": r["producer_id"], "producer_epoch": first["producer_epoch"]}],
             first_timestamp=first["max_timestamp"], last_timestamp=last["max_timestamp"],
@@ -88,7 +94,7 @@ def hanging_transaction_findings(pending: list, lost_markers: list[Finding] = ()
 COMPLETE_TXN = ("CompleteCommit", "CompleteAbort")
 
 
-def control_batches(batches: DataFrame, records: DataFrame) -> list:
+def control_batches(batches: DataFrame, records: DataFrame) -> list[Row]:
     """Every live COMMIT/ABORT marker batch with its control type (a few rows per transaction)."""
     ctl = live_segment_batches(batches).where(F.col("is_control") & (F.col("producer_id") >= 0)).select(
         "topic", "partition", "broker", "producer_id", "producer_epoch", "base_offset", "path", "position")
@@ -96,7 +102,8 @@ def control_batches(batches: DataFrame, records: DataFrame) -> list:
     return ctl.join(types, ["path", "position"], "left").collect()
 
 
-def lost_marker_findings(pending: list, markers: list, txns: list, surv: dict) -> list[Finding]:
+def lost_marker_findings(pending: list[dict], markers: list[Row], txns: list[Row],
+                         survivors: dict[tuple[str, int], Survivor]) -> list[Finding]:
     """``transaction_marker_lost``: a transaction open in the surviving log (data after the producer's
     last marker) whose COMMIT/ABORT marker a replica off the surviving lineage holds after its first
     offset, or that ``__transaction_state`` records complete (CompleteCommit/CompleteAbort of that
@@ -111,7 +118,7 @@ def lost_marker_findings(pending: list, markers: list, txns: list, surv: dict) -
     v2 needs nothing else: its marker carries the data's epoch + 1, which "at its epoch or a later
     one" takes. ``pending``: ``pending_transactions``; ``markers``: ``control_batches``; ``txns``:
     the latest ``__transaction_state`` record per transactional id, with ``producer_ids``, every
-    producer id its records name; ``surv``: ``survivors.survivors``."""
+    producer id its records name; ``survivors``: ``survivors.survivors``."""
     by_pid: dict[int, list] = {}
     handed: dict[int, list] = {}  # producer id -> the latest record of its transactional id, now under another id
     for t in txns:
@@ -122,14 +129,14 @@ def lost_marker_findings(pending: list, markers: list, txns: list, surv: dict) -
                 handed.setdefault(old, []).append(t)
     out = []
     for r in pending:
-        s = surv.get((r["topic"], r["partition"]))
-        cands = {c["broker"] for c in s["candidates"]} if s else set()
-        if r["broker"] not in cands:
+        survivor = survivors.get((r["topic"], r["partition"]))
+        candidates = {c["broker"] for c in survivor.candidates} if survivor else set()
+        if r["broker"] not in candidates:
             continue  # open in a producer snapshot too: the broker believes it open, which is what pins the LSO
         first, last = r["pending"][0], max(r["pending"], key=lambda d: d["last_offset"])
         epoch = first["producer_epoch"]
         held = sorted((m for m in markers if (m["topic"], m["partition"], m["producer_id"]) == (r["topic"], r["partition"], r["producer_id"])
-                       and m["broker"] not in cands and m["base_offset"] > first["base_offset"] and m["producer_epoch"] >= epoch),
+                       and m["broker"] not in candidates and m["base_offset"] > first["base_offset"] and m["producer_epoch"] >= epoch),
                       key=lambda m: (m["base_offset"], m["broker"]))
         after = [t for t in by_pid.get(r["producer_id"], []) + handed.get(r["producer_id"], [])
                  if t["last_update_ms"] is None or last["max_timestamp"] is None or t["last_update_ms"] >= last["max_timestamp"]]
@@ -156,7 +163,7 @@ def lost_marker_findings(pending: list, markers: list, txns: list, surv: dict) -
             where = f"__transaction_state records it {done[0]['status_name']}"
         tp = f"{r['topic']}-{r['partition']}"
         out.append(Finding(
-            kind="transaction_marker_lost", severity=KINDS["transaction_marker_lost"], topic=r["topic"], partition=r["partition"],
+            kind="transaction_marker_lost", severity=FINDING_KINDS["transaction_marker_lost"], topic=r["topic"], partition=r["partition"],
             brokers=[r["broker"], *(m["broker"] for m in held)], first_offset=first["base_offset"], last_offset=last["last_offset"],
             producers=[{"producer_id": r["producer_id"], "producer_epoch": epoch}],
             first_timestamp=first["max_timestamp"], last_timestamp=last["max_timestamp"], evidence=ev,
@@ -173,7 +180,7 @@ def lost_marker_findings(pending: list, markers: list, txns: list, surv: dict) -
 OPEN_TXN = ("Ongoing", "PrepareCommit", "PrepareAbort", "PrepareEpochFence")
 
 
-def transaction_state_findings(txns: list, collected_ms: int | None) -> list[Finding]:
+def transaction_state_findings(txns: list[Row], collected_ms: int | None) -> list[Finding]:
     """Transactions the coordinator still holds open long past their timeout when collected."""
     if collected_ms is None:
         return []
@@ -185,7 +192,7 @@ def transaction_state_findings(txns: list, collected_ms: int | None) -> list[Fin
         if overdue <= 60_000:  # the coordinator aborts expired transactions every 10 s: give it a minute
             continue
         out.append(Finding(
-            kind="hanging_transaction", severity=KINDS["hanging_transaction"], brokers=[t["broker"]],
+            kind="hanging_transaction", severity=FINDING_KINDS["hanging_transaction"], brokers=[t["broker"]],
             first_timestamp=t["start_ms"], last_timestamp=t["last_update_ms"],
             producers=[{"producer_id": t["producer_id"], "producer_epoch": t["producer_epoch"]}],
             evidence=[Evidence(t["broker"], t["path"], t["batch_position"],
@@ -198,8 +205,9 @@ def transaction_state_findings(txns: list, collected_ms: int | None) -> list[Fin
     return out
 
 
-def find(case) -> list[Finding]:
-    t, h = case.tables, case.history
-    pending = pending_transactions(t["batches"], t["producer_states"], t["batch_runs"])
-    lost = lost_marker_findings(pending, control_batches(t["batches"], t["records"]), h["txns"], case.survivors) if pending else []
-    return lost + hanging_transaction_findings(pending, lost) + transaction_state_findings(h["txns"], h["collected_ms"])
+def find(case: Case) -> list[Finding]:
+    tables, history = case.tables, case.history
+    pending = pending_transactions(tables["batches"], tables["producer_states"], tables["batch_runs"])
+    lost = (lost_marker_findings(pending, control_batches(tables["batches"], tables["records"]), history.txns, case.survivors)
+            if pending else [])
+    return lost + hanging_transaction_findings(pending, lost) + transaction_state_findings(history.txns, history.collected_ms)

@@ -19,24 +19,34 @@ from __future__ import annotations
 
 from collections import defaultdict
 from datetime import datetime
+from typing import TYPE_CHECKING
+
+from pyspark.sql import Row
 
 from jobs.replicas import restart_preview
-from jobs.replicas.survivors import surviving_log_text
+from jobs.replicas.survivors import Survivor, surviving_log_text
 
-from . import loss
+from .committed import committed_ranges, ledger_acks
+from .evidence import survivor_evidence
+from .kinds import TRUNCATION_BELOW_HW
+from .loss import hw_loss
 from .model import Evidence, Finding, ms
 
-KINDS = {"truncation_below_hw": "warning"}
+if TYPE_CHECKING:
+    from .case import Case
+
+FINDING_KINDS = {TRUNCATION_BELOW_HW: "warning"}
 
 
-def truncation_findings(rl: list, surv: dict, hw_ranges: list) -> list[Finding]:
+def truncation_findings(replicas: list[Row], survivors: dict[tuple[str, int], Survivor], hw_ranges: list[Row]) -> list[Finding]:
     """A replica lacking offsets below a high watermark: its own (HW checkpoint > LEO), or another
-    replica's when it is the surviving log (what it lacks is gone for everyone)."""
+    replica's when it is the surviving log (what it lacks is gone for everyone; ``hw_ranges``:
+    ``committed.committed_ranges``)."""
     out = []
-    for r in rl:
+    for r in replicas:
         if r["dir_state"] == "live" and r["hw_checkpoint"] is not None and r["segments"] and r["hw_checkpoint"] > r["leo"]:
             out.append(Finding(
-                kind="truncation_below_hw", severity=KINDS["truncation_below_hw"], topic=r["topic"], partition=r["partition"], brokers=[r["broker"]],
+                kind="truncation_below_hw", severity=FINDING_KINDS["truncation_below_hw"], topic=r["topic"], partition=r["partition"], brokers=[r["broker"]],
                 first_offset=r["leo"], last_offset=r["hw_checkpoint"] - 1, records=r["hw_checkpoint"] - r["leo"],
                 evidence=[Evidence(r["broker"], r["log_dir"], None,
                                    f"replication-offset-checkpoint HW {r['hw_checkpoint']} > LEO {r['leo']}")],
@@ -46,22 +56,22 @@ def truncation_findings(rl: list, surv: dict, hw_ranges: list) -> list[Finding]:
     for g in hw_ranges:
         if "hw" not in set(g["sources"] or []) or g["overwritten"]:
             continue
-        s = surv[(g["topic"], g["partition"])]
+        survivor = survivors[(g["topic"], g["partition"])]
         holders = [h for h in (g["holders"] or []) if h is not None]
         out.append(Finding(
-            kind="truncation_below_hw", severity=KINDS["truncation_below_hw"], topic=g["topic"], partition=g["partition"],
-            brokers=[*(c["broker"] for c in s["candidates"]), *holders],
+            kind="truncation_below_hw", severity=FINDING_KINDS["truncation_below_hw"], topic=g["topic"], partition=g["partition"],
+            brokers=[*(c["broker"] for c in survivor.candidates), *holders],
             first_offset=g["first_offset"], last_offset=g["last_offset"], records=g["records"],
-            leader_epochs=list(g["epochs"] or []), surviving_broker=s["broker"],
-            evidence=[loss.survivor_evidence(s, f"ends below HW {g['holder_hw']} checkpointed by broker {', '.join(map(str, holders))}")],
-            explanation=f"In {g['topic']}-{g['partition']}, {surviving_log_text(s)} lacks offsets "
+            leader_epochs=list(g["epochs"] or []), surviving_broker=survivor.broker,
+            evidence=[survivor_evidence(survivor, f"ends below HW {g['holder_hw']} checkpointed by broker {', '.join(map(str, holders))}")],
+            explanation=f"In {g['topic']}-{g['partition']}, {surviving_log_text(survivor)} lacks offsets "
                         f"{g['first_offset']}-{g['last_offset']}, below the high watermark another replica checkpointed: "
                         "the other replicas will truncate them away.",
         ))
     return out
 
 
-def logged_truncation_findings(log_rows: list) -> list[Finding]:
+def logged_truncation_findings(log_rows: list[Row]) -> list[Finding]:
     """A truncation below a HW the same broker logged earlier for the partition. ``log_rows``:
     log_events of one kind or another with topic, partition, node, time, line_no, event, offset, hw."""
     seq = defaultdict(list)
@@ -78,7 +88,7 @@ def logged_truncation_findings(log_rows: list) -> list[Finding]:
                 hw, hw_row = r["hw"], r
             if r["event"] == "truncation" and r["offset"] is not None and hw is not None and r["offset"] < hw:
                 out.append(Finding(
-                    kind="truncation_below_hw", severity=KINDS["truncation_below_hw"], topic=topic, partition=part, brokers=[node],
+                    kind="truncation_below_hw", severity=FINDING_KINDS["truncation_below_hw"], topic=topic, partition=part, brokers=[node],
                     first_offset=r["offset"], last_offset=hw - 1, records=hw - r["offset"],
                     leader_epochs=[r["leader_epoch"]] if r["leader_epoch"] is not None else [],
                     first_timestamp=ms(r["time"]), last_timestamp=ms(r["time"]),
@@ -91,21 +101,21 @@ def logged_truncation_findings(log_rows: list) -> list[Finding]:
     return out
 
 
-def ledger_truncation_findings(acks: list, events: list, rl: list, loss: list) -> list[Finding]:
+def ledger_truncation_findings(acks: list[Row], events: list[Row], replicas: list[Row], loss: list[Finding]) -> list[Finding]:
     """With a ledger and the metadata log: records acknowledged by a leader whose high watermark
     already covered them (acks=all, or the leader alone in the ISR), lost from that leader's own
     log, prove the leader truncated below its HW (the server log line may be gone with a restart).
 
     ``acks``: per (topic, partition) lost ledger offsets grouped by (acks) with min/max offset and
     ack times; ``events``: metadata_events rows (leader_change / partition_created / isr_change);
-    ``loss``: acked_data_loss findings (what is lost for the cluster)."""
+    ``replicas``: replica_logs rows; ``loss``: acked_data_loss findings (what is lost for the cluster)."""
     hist = defaultdict(list)
     for e in events:
         if e["time"] is not None and e["source"] == "log":
             hist[(e["topic"], e["partition"])].append(e)
     for v in hist.values():
         v.sort(key=lambda e: e["meta_offset"])
-    have = {(r["topic"], r["partition"], r["broker"]) for r in rl if r["dir_state"] == "live"}
+    have = {(r["topic"], r["partition"], r["broker"]) for r in replicas if r["dir_state"] == "live"}
     out = []
     for a in acks:
         key = (a["topic"], a["partition"])
@@ -132,7 +142,7 @@ def ledger_truncation_findings(acks: list, events: list, rl: list, loss: list) -
         first = max(a["first_offset"], min(f.first_offset for f in lost_here))
         last = min(a["last_offset"], max(f.last_offset for f in lost_here))
         out.append(Finding(
-            kind="truncation_below_hw", severity=KINDS["truncation_below_hw"], topic=key[0], partition=key[1], brokers=[leader],
+            kind="truncation_below_hw", severity=FINDING_KINDS["truncation_below_hw"], topic=key[0], partition=key[1], brokers=[leader],
             first_offset=first, last_offset=last, records=last - first + 1, leader_epochs=[state["leader_epoch"]],
             first_timestamp=ms(t0), last_timestamp=ms(t1),
             evidence=[Evidence(None, state["path"], state["batch_position"],
@@ -146,18 +156,18 @@ def ledger_truncation_findings(acks: list, events: list, rl: list, loss: list) -
     return out
 
 
-def pending_truncation_findings(planned: list, rl: list) -> list[Finding]:
+def pending_truncation_findings(planned: list[dict], replicas: list[Row]) -> list[Finding]:
     """The truncations a restart would do below the replica's own HW checkpoint (``planned``:
     ``restart_preview.preview`` rows): the replica has not rejoined yet, and when it follows the
     surviving log it cuts committed offsets ``truncate_to``..HW-1 (pending)."""
-    reps = {(r["topic"], r["partition"], r["broker"]): r for r in rl if r["dir_state"] == "live"}
+    live = {(r["topic"], r["partition"], r["broker"]): r for r in replicas if r["dir_state"] == "live"}
     out = []
     for row in planned:
-        r = reps.get((row["topic"], row["partition"], row["broker"]))
+        r = live.get((row["topic"], row["partition"], row["broker"]))
         if r is None or r["hw_checkpoint"] is None or row["truncate_to"] >= min(r["hw_checkpoint"], row["leo"]):
             continue
         hw, cut = r["hw_checkpoint"], row["truncate_to"]
-        lead = reps.get((row["topic"], row["partition"], row["leader"]))
+        lead = live.get((row["topic"], row["partition"], row["leader"]))
         ev = [Evidence(r["broker"], f"{r['log_dir']}/replication-offset-checkpoint", None,
                        f"high watermark {hw} checkpointed for {row['topic']}-{row['partition']}; log end {row['leo']}")]
         if lead is not None:
@@ -165,7 +175,7 @@ def pending_truncation_findings(planned: list, rl: list) -> list[Finding]:
                                f"the surviving log's epochs answer the follower's OffsetsForLeaderEpoch {row['epochs_asked']} "
                                f"with {cut} (rule {row['rule']})"))
         out.append(Finding(
-            kind="truncation_below_hw", severity=KINDS["truncation_below_hw"], topic=row["topic"], partition=row["partition"],
+            kind="truncation_below_hw", severity=FINDING_KINDS["truncation_below_hw"], topic=row["topic"], partition=row["partition"],
             brokers=[r["broker"]],
             first_offset=cut, last_offset=hw - 1, records=hw - cut, leader_epochs=list(row["epochs_asked"] or []), evidence=ev,
             explanation=f"Pending: broker {r['broker']} has not rejoined {row['topic']}-{row['partition']} since the surviving log "
@@ -206,18 +216,18 @@ def merged(found: list[tuple[Finding, set]]) -> list[Finding]:
     return [f for f, _ in out]
 
 
-def find(case) -> list[Finding]:
-    h = case.history
+def find(case: Case) -> list[Finding]:
+    history = case.history
     found: list[tuple[Finding, set]] = []
-    acks = loss.ledger_acks(case)
-    if acks and h["events"]:
-        found += [(f, set(f.brokers)) for f in ledger_truncation_findings(acks, h["events"], case.rl, loss.hw_loss(case))]
-    found += [(f, set(f.brokers)) for f in logged_truncation_findings(h["log_rows"])]
-    ranges = loss.committed_ranges(case)
-    for f in truncation_findings(case.rl, case.survivors, ranges):
+    acks = ledger_acks(case)
+    if acks and history.events:
+        found += [(f, set(f.brokers)) for f in ledger_truncation_findings(acks, history.events, case.replicas, hw_loss(case))]
+    found += [(f, set(f.brokers)) for f in logged_truncation_findings(history.log_rows)]
+    ranges = committed_ranges(case)
+    for f in truncation_findings(case.replicas, case.survivors, ranges):
         # a replica lacking offsets below its own HW truncated them; below another's, the holders will
         holders = {b for g in ranges for b in (g["holders"] or []) if b is not None
                    and (g["topic"], g["partition"], g["first_offset"], g["last_offset"]) == (f.topic, f.partition, f.first_offset, f.last_offset)}
         found.append((f, holders or set(f.brokers)))
-    found += [(f, set(f.brokers)) for f in pending_truncation_findings(restart_preview.planned(case), case.rl)]
+    found += [(f, set(f.brokers)) for f in pending_truncation_findings(restart_preview.planned(case), case.replicas)]
     return merged(found)

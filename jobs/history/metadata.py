@@ -34,9 +34,10 @@ import json
 import pandas as pd
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
-from pyspark.sql import types as T
+from pyspark.sql.pandas.types import from_arrow_schema
 
 from jobs.store.spark import gc_frozen
+from jobs.store.tables import BROKER_EVENTS_SCHEMA, METADATA_EVENTS_SCHEMA
 
 PARTITION_TYPES = ("TOPIC_RECORD", "PARTITION_RECORD", "PARTITION_CHANGE_RECORD", "REMOVE_TOPIC_RECORD")
 CLEAR_ELR = "CLEAR_ELR_RECORD"  # names a topic, not a topic id: replayed in every topic's group
@@ -45,34 +46,7 @@ BROKER_TYPES = ("REGISTER_BROKER_RECORD", "UNREGISTER_BROKER_RECORD", "BROKER_RE
 NO_LEADER_CHANGE = -2
 RECOVERING = 1
 
-_INTS = T.ArrayType(T.IntegerType())
-METADATA_EVENTS = T.StructType([
-    T.StructField("topic", T.StringType()),
-    T.StructField("partition", T.IntegerType()),
-    T.StructField("topic_id", T.StringType()),
-    T.StructField("meta_offset", T.LongType()),  # offset in __cluster_metadata (snapshots: their end offset - 1)
-    T.StructField("time", T.TimestampType()),  # the record's append time on the controller
-    T.StructField("event", T.StringType()),  # partition_created | leader_change | leader_epoch_bump | isr_change | elr_change | leader_recovered | replicas_change | topic_removed | snapshot_state | partition_change
-    T.StructField("leader", T.IntegerType()),
-    T.StructField("leader_epoch", T.IntegerType()),
-    T.StructField("partition_epoch", T.IntegerType()),
-    T.StructField("isr", _INTS),
-    T.StructField("elr", _INTS),  # eligible leader replicas (KIP-966; null in records older than version 2)
-    T.StructField("last_known_elr", _INTS),  # LastKnownElr: the last leader, kept while the partition is leaderless
-    T.StructField("replicas", _INTS),
-    T.StructField("leader_recovery_state", T.IntegerType()),  # 0 RECOVERED, 1 RECOVERING
-    T.StructField("prev_leader", T.IntegerType()),
-    T.StructField("prev_leader_epoch", T.IntegerType()),
-    T.StructField("prev_isr", _INTS),
-    T.StructField("election", T.StringType()),  # clean | unclean | offline (leader -1) | null (no leader change)
-    T.StructField("clean", T.BooleanType()),  # the election's cleanliness; null without an election
-    T.StructField("elected_from", T.StringType()),  # isr | elr | reassignment | outside_isr | last_known_leader | null (unknown, or no election)
-    T.StructField("source", T.StringType()),  # log | snapshot
-    T.StructField("nodes", _INTS),  # the nodes whose metadata log (or snapshot) holds the record
-    T.StructField("path", T.StringType()),  # one file that holds it (evidence)
-    T.StructField("batch_position", T.LongType()),
-    T.StructField("detail", T.StringType()),
-])
+METADATA_EVENTS = from_arrow_schema(METADATA_EVENTS_SCHEMA)  # its columns: jobs.store.tables
 
 
 def _records(meta: DataFrame, types: tuple[str, ...]) -> DataFrame:
@@ -297,17 +271,7 @@ def metadata_events(meta: DataFrame) -> DataFrame:
     return recs.groupBy("topic_id").applyInPandas(gc_frozen(_replay), METADATA_EVENTS)
 
 
-BROKER_EVENTS = T.StructType([
-    T.StructField("node", T.IntegerType()),
-    T.StructField("meta_offset", T.LongType()),
-    T.StructField("time", T.TimestampType()),
-    T.StructField("event", T.StringType()),  # registered | unregistered | fenced | unfenced | controlled_shutdown | controller_registered
-    T.StructField("detail", T.StringType()),
-    T.StructField("source", T.StringType()),
-    T.StructField("nodes", _INTS),
-    T.StructField("path", T.StringType()),
-    T.StructField("batch_position", T.LongType()),
-])
+BROKER_EVENTS = from_arrow_schema(BROKER_EVENTS_SCHEMA)  # its columns: jobs.store.tables
 
 
 def broker_events(meta: DataFrame) -> DataFrame:

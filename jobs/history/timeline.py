@@ -15,28 +15,14 @@ not in the line).
 
 from __future__ import annotations
 
+import pyarrow as pa
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
-from pyspark.sql import types as T
+from pyspark.sql.pandas.types import from_arrow_schema
 
-TIMELINE = T.StructType([
-    T.StructField("topic", T.StringType()),
-    T.StructField("partition", T.IntegerType()),
-    T.StructField("time", T.TimestampType()),
-    T.StructField("source", T.StringType()),  # metadata | broker_log | leader_epoch | consumer_offsets
-    T.StructField("node", T.IntegerType()),
-    T.StructField("event", T.StringType()),
-    T.StructField("leader", T.IntegerType()),
-    T.StructField("leader_epoch", T.IntegerType()),
-    T.StructField("offset", T.LongType()),
-    T.StructField("isr", T.ArrayType(T.IntegerType())),
-    T.StructField("election", T.StringType()),
-    T.StructField("severity", T.StringType()),  # null | info | warning | error
-    T.StructField("detail", T.StringType()),
-    T.StructField("path", T.StringType()),
-    T.StructField("position", T.LongType()),
-    T.StructField("seq", T.LongType()),
-])
+from jobs.store.tables import TIMELINE_SCHEMA
+
+TIMELINE = from_arrow_schema(TIMELINE_SCHEMA)  # its columns: jobs.store.tables
 COLUMNS = [f.name for f in TIMELINE.fields]
 
 # log lines worth a place in a partition's story
@@ -52,7 +38,7 @@ def _select(df: DataFrame, **cols) -> DataFrame:
 
 
 # (topic_id, id_topic): the names the metadata log gives topic ids (``epoch_lineage.topic_names``)
-TOPIC_NAMES = T.StructType([T.StructField("topic_id", T.StringType()), T.StructField("id_topic", T.StringType())])
+TOPIC_NAMES = from_arrow_schema(pa.schema([("topic_id", pa.string()), ("id_topic", pa.string())]))
 
 
 def named_log_events(log_events: DataFrame, names: DataFrame) -> DataFrame:
@@ -61,11 +47,10 @@ def named_log_events(log_events: DataFrame, names: DataFrame) -> DataFrame:
     return j.withColumn("topic", F.coalesce("topic", "id_topic")).drop("id_topic")
 
 
-EPOCHS = T.StructType([  # one row per partition and leader epoch (``epoch_starts``)
-    T.StructField("topic", T.StringType()), T.StructField("partition", T.IntegerType()), T.StructField("leader_epoch", T.IntegerType()),
-    T.StructField("start", T.LongType()), T.StructField("ts", T.LongType()), T.StructField("leader", T.IntegerType()),
-    T.StructField("on", T.ArrayType(T.IntegerType())),
-])
+EPOCHS = from_arrow_schema(pa.schema([  # one row per partition and leader epoch (``epoch_starts``)
+    ("topic", pa.string()), ("partition", pa.int32()), ("leader_epoch", pa.int32()), ("start", pa.int64()), ("ts", pa.int64()),
+    ("leader", pa.int32()), ("on", pa.list_(pa.int32())),
+]))
 
 
 def epoch_starts(lineage: list) -> list[tuple]:

@@ -8,7 +8,9 @@ key and the latest transaction state per transactional id (with every producer i
 
 from __future__ import annotations
 
-from pyspark.sql import DataFrame
+from dataclasses import dataclass, field
+
+from pyspark.sql import DataFrame, Row
 from pyspark.sql import functions as F
 
 from jobs.store.io import collected
@@ -77,58 +79,81 @@ def share_starts(share_state: DataFrame) -> list[dict]:
     return out
 
 
-def collect(me: DataFrame, le: DataFrame, rl_df: DataFrame, consumer_offsets: DataFrame, transactions: DataFrame,
-            share_state: DataFrame | None = None) -> dict:
-    """``me``: metadata_events; ``le``: named log events; ``rl_df``: replica_logs. Returns collected
-    rows: elections, log_unclean, log_rows, events, commits, share_starts, complete, txns, collected_ms."""
+@dataclass(frozen=True)
+class History:
+    """The collected rows of the cluster's history the detectors read (``collect``): a few per
+    election, partition, group or transaction, never per record."""
+
+    # log_events lines (topic resolved where possible) of unclean_election, and the new leader's
+    # leader_recovery line with the epoch it starts (``recovering_leaders``)
+    log_unclean: list[Row] = field(default_factory=list)
+    # log_events lines with a partition and a HW, or a truncation (``truncation_below_hw`` replays them)
+    log_rows: list[Row] = field(default_factory=list)
+    # metadata_events rows of partition_created, leader_change, isr_change and snapshot_state
+    events: list[Row] = field(default_factory=list)
+    # the latest offset commit per (group, topic, partition), tombstones left out
+    commits: list[Row] = field(default_factory=list)
+    # each share-partition's progress (``share_starts``)
+    share_starts: list[dict] = field(default_factory=list)
+    # (topic, partition) of the partitions with every assigned replica collected
+    complete: set[tuple[str, int]] = field(default_factory=set)
+    # the latest __transaction_state record per transactional id, with ``producer_ids`` (every id its records name)
+    txns: list[Row] = field(default_factory=list)
+    # "now" by the transaction coordinator's clock (its last write), in ms; None without transactions
+    collected_ms: int | None = None
+
+
+def collect(metadata_events: DataFrame, log_events: DataFrame, replica_logs: DataFrame, consumer_offsets: DataFrame,
+            transactions: DataFrame, share_state: DataFrame | None = None) -> History:
+    """The ``History`` of a case. ``log_events``: log_events with topic names resolved
+    (``timeline.named_log_events``)."""
     log_cols = ["topic", "partition", F.coalesce("node", "broker").alias("node"), "time", "line_no", "path", "event", "offset",
                 "hw", "leader", "leader_epoch", "leader_recovery_state", "text"]
-    lines = collected(le.where((F.col("event") == "unclean_election") | (F.col("topic").isNotNull() & F.col("partition").isNotNull()
+    lines = collected(log_events.where((F.col("event") == "unclean_election") | (F.col("topic").isNotNull() & F.col("partition").isNotNull()
                                & (F.col("hw").isNotNull() | (F.col("event") == "truncation")))).select(*log_cols))
-    log_unclean = [r for r in lines if r["event"] == "unclean_election"] + collected(recovering_leaders(le).select(*log_cols))
+    log_unclean = [r for r in lines if r["event"] == "unclean_election"] + collected(recovering_leaders(log_events).select(*log_cols))
     log_rows = [r for r in lines if r["event"] != "unclean_election" and r["topic"] is not None and r["partition"] is not None]
-    events = collected(me.where(F.col("event").isin("partition_created", "leader_change", "isr_change", "snapshot_state")))
-    elections = [e for e in events if e["election"] == "unclean"]
-    latest = me.where(F.col("replicas").isNotNull()).groupBy("topic", "partition").agg(F.max_by("replicas", "meta_offset").alias("replicas"))
-    have = rl_df.where(F.col("dir_state") == "live").groupBy("topic", "partition").agg(F.collect_set("broker").alias("have"))
+    events = collected(metadata_events.where(F.col("event").isin("partition_created", "leader_change", "isr_change", "snapshot_state")))
+    latest = metadata_events.where(F.col("replicas").isNotNull()).groupBy("topic", "partition").agg(F.max_by("replicas", "meta_offset").alias("replicas"))
+    have = replica_logs.where(F.col("dir_state") == "live").groupBy("topic", "partition").agg(F.collect_set("broker").alias("have"))
     complete = {(r["topic"], r["partition"]) for r in latest.join(have, ["topic", "partition"]).where(
         F.size(F.array_except("replicas", "have")) == 0).collect()}
     # the latest record per key, tombstones included: a commit deleted with its topic (or expired)
     # is no evidence of anything
-    co = consumer_offsets.where(F.col("record_type") == "offset_commit")
-    commits = co.groupBy("group", "topic", "partition").agg(
+    offset_commits = consumer_offsets.where(F.col("record_type") == "offset_commit")
+    commits = offset_commits.groupBy("group", "topic", "partition").agg(
         F.max_by(F.struct("committed_offset", "broker", "path", "batch_position", "tombstone"), "offset").alias("c")).select(
         "group", "topic", "partition", "c.*").where(~F.col("tombstone")).collect()
-    tx = transactions.where(F.col("transactional_id").isNotNull())
+    transactional = transactions.where(F.col("transactional_id").isNotNull())
     # with every producer id the transactional id's records still name: a transactions v2 producer
     # moves to a new id at an exhausted epoch, and its old id's open data is still that id's
-    txns = tx.groupBy("transactional_id").agg(
-        F.max_by(F.struct(*[c for c in tx.columns if c != "transactional_id"]), "offset").alias("x"),
+    txns = transactional.groupBy("transactional_id").agg(
+        F.max_by(F.struct(*[c for c in transactional.columns if c != "transactional_id"]), "offset").alias("x"),
         F.collect_set("producer_id").alias("producer_ids")).select(
         "transactional_id", "x.*", "producer_ids").where(~F.col("tombstone")).collect()
     # "now" by the coordinator's own clock (its last write), not producers' CreateTime
     collected_ms = None
     if txns:
-        coord = tx.agg(F.max("last_update_ms"), F.max("timestamp")).first()
+        coord = transactional.agg(F.max("last_update_ms"), F.max("timestamp")).first()
         collected_ms = max((v for v in coord if v is not None), default=None)
     starts = share_starts(share_state) if share_state is not None else []
-    return {"elections": elections, "log_unclean": log_unclean, "log_rows": log_rows, "events": events,
-            "commits": commits, "share_starts": starts, "complete": complete, "txns": txns, "collected_ms": collected_ms}
+    return History(log_unclean=log_unclean, log_rows=log_rows, events=events, commits=commits, share_starts=starts,
+                   complete=complete, txns=txns, collected_ms=collected_ms)
 
 
 RECOVERING_TO_EPOCH_S = 60  # the new leader's RECOVERING line and its "starts at leader epoch" line come together
 
 
-def recovering_leaders(le: DataFrame) -> DataFrame:
+def recovering_leaders(log_events: DataFrame) -> DataFrame:
     """The new leader's ``The topic partition T-P was marked as RECOVERING`` lines (``leader_recovery``),
     each with the leader epoch it was elected for: ``Partition.makeLeader`` logs it just before the
     epoch it starts (``Leader T-P ... starts at leader epoch E``, or ``Skipped the become-leader state
     change ... leaderEpoch=E``), the next become_leader line of the same file and partition, within a
     minute. The line itself names no epoch; one with no such line keeps it null."""
-    rec = le.where(F.col("event") == "leader_recovery").select(
+    rec = log_events.where(F.col("event") == "leader_recovery").select(
         "topic", "partition", "node", "broker", "time", "line_no", "path", "event", "offset", "hw", "leader", "leader_recovery_state",
         "text").alias("r")
-    became = le.where((F.col("event") == "become_leader") & F.col("leader_epoch").isNotNull()).select(
+    became = log_events.where((F.col("event") == "become_leader") & F.col("leader_epoch").isNotNull()).select(
         "path", "topic", "partition", F.col("line_no").alias("_line"), F.col("time").alias("_time"), F.col("leader_epoch").alias("_epoch")).alias("b")
     on = ((F.col("r.path") == F.col("b.path")) & (F.col("r.topic") == F.col("b.topic")) & (F.col("r.partition") == F.col("b.partition"))
           & (F.col("b._line") > F.col("r.line_no"))

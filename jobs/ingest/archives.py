@@ -51,6 +51,7 @@ from pathlib import Path
 from typing import BinaryIO
 
 from jobs.errors import InputError
+from parsers.common import Problem
 from parsers.files import detect
 
 log = logging.getLogger(__name__)
@@ -83,7 +84,7 @@ def is_archive(path: Path) -> bool:
     return Path(path).is_file() and name.endswith(SUFFIXES)
 
 
-def text(name: str) -> str:
+def printable_name(name: str) -> str:
     """A name as storable, printable text: undecodable bytes (``surrogateescape``) become ``\\xNN``
     (Arrow and Spark reject lone surrogates)."""
     return name.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
@@ -128,10 +129,10 @@ class _Source:
         return self.opener() if self.opener is not None else open(self.path, "rb")  # noqa: SIM115 - the caller closes it
 
 
-def _problem(src: _Source, entry: str, detail: str, kind: str = "unsafe_archive_entry") -> dict:
+def _problem(src: _Source, entry: str, detail: str, kind: str = "unsafe_archive_entry") -> Problem:
     # repr: a name with a newline or odd bytes still makes one line
-    log.warning("%s: entry %r refused: %s", text(src.shown), text(entry), detail)
-    return {"path": text(f"{src.shown}/{entry}"), "position": 0, "kind": kind, "detail": detail}
+    log.warning("%s: entry %r refused: %s", printable_name(src.shown), printable_name(entry), detail)
+    return Problem(0, kind, detail, printable_name(f"{src.shown}/{entry}"))
 
 
 class _Budget:
@@ -247,7 +248,7 @@ def _extract_nested(outer: _Source, root: Path, budget: _Budget, depth: int, max
     """Unpack every archive extracted under ``root`` (from ``outer``) into a folder of its name,
     then the archives inside those, down to ``max_depth``. An inner archive that cannot be read
     stays as it is, with a problem row; one over a bound refuses everything (``ArchiveError``)."""
-    problems: list[dict] = []
+    problems: list[Problem] = []
     for path in sorted(p for p in _files_under(root) if nested_kind(p.name)):
         rel = path.relative_to(root).as_posix()
         inner = outer.inner(path, rel)
@@ -263,12 +264,11 @@ def _extract_nested(outer: _Source, root: Path, budget: _Budget, depth: int, max
             if exc.kind != "unreadable_file":
                 raise
             log.warning("%s", exc)
-            problems.append({"path": text(inner.shown), "position": 0, "kind": exc.kind, "detail": str(exc)})
+            problems.append(Problem(0, exc.kind, str(exc), printable_name(inner.shown)))
             continue
         except OSError as exc:
             shutil.rmtree(into, ignore_errors=True)
-            problems.append({"path": text(inner.shown), "position": 0, "kind": "unreadable_file",
-                             "detail": f"cannot read archive: {exc}"})
+            problems.append(Problem(0, "unreadable_file", f"cannot read archive: {exc}", printable_name(inner.shown)))
             continue
         path.unlink()
         into.rename(path)
@@ -361,7 +361,7 @@ def _write_error(src: _Source, name: str, exc: OSError) -> dict:
 
 
 def _extract_tar(src: _Source, dest: Path, budget: _Budget) -> list[dict]:
-    problems: list[dict] = []
+    problems: list[Problem] = []
     try:
         tf = _open_tar(src)
     except _STREAM_ERRORS as exc:
@@ -409,9 +409,8 @@ def _extract_tar(src: _Source, dest: Path, budget: _Budget) -> list[dict]:
         except ArchiveError:
             raise
         except _STREAM_ERRORS as exc:
-            log.warning("%s: archive truncated or corrupt, the rest is not read: %s", text(src.shown), exc)
-            problems.append({"path": text(src.shown), "position": 0, "kind": "unreadable_file",
-                             "detail": f"archive truncated or corrupt: {exc}"})
+            log.warning("%s: archive truncated or corrupt, the rest is not read: %s", printable_name(src.shown), exc)
+            problems.append(Problem(0, "unreadable_file", f"archive truncated or corrupt: {exc}", printable_name(src.shown)))
         finally:
             tf._kf_raw.close()
     # links become copies of regular files already extracted (never links on disk); the copies
@@ -431,7 +430,7 @@ def _extract_tar(src: _Source, dest: Path, budget: _Budget) -> list[dict]:
 
 
 def _extract_zip(src: _Source, dest: Path, budget: _Budget) -> list[dict]:
-    problems: list[dict] = []
+    problems: list[Problem] = []
     raw = src.open()
     try:
         zf = zipfile.ZipFile(raw)

@@ -30,9 +30,10 @@ from urllib.parse import urlsplit
 from jobs.errors import InputError
 from jobs.ingest import archives, stores
 from jobs.ingest import focus as focus_mod
-from jobs.ingest.archives import text
+from jobs.ingest.archives import printable_name
 from jobs.ingest.focus import Focus
 from parsers.broker_log import is_broker_log, node_from_name
+from parsers.common import Problem
 from parsers.files import KINDS, detect
 from parsers.meta_properties import parse as parse_meta
 from parsers.names import FIXED_NAMES, parse_partition_dir
@@ -93,7 +94,7 @@ class Broker:
 class Discovery:
     brokers: list[Broker]
     files: list[FileEntry]
-    problems: list[dict]  # path, position, kind, detail (discovery-level problems)
+    problems: list[Problem]  # discovery's and the archives' (each names its file: ``path``)
     seconds: float = 0.0
     focus: Focus | None = None  # the partitions read: analyze's --topic/--partition within the focused collections'
 
@@ -140,10 +141,10 @@ _SPECIAL = ((stat.S_ISFIFO, "a fifo (named pipe)"), (stat.S_ISSOCK, "a socket"),
             (stat.S_ISBLK, "a block device"))
 
 
-def _skipped(path: str, why: str, problems: list[dict]) -> None:
+def _skipped(path: str, why: str, problems: list[Problem]) -> None:
     """One warning line (``%r``: a newline or odd byte in a name cannot break it) and a problem row."""
-    log.warning("%r skipped: %s", text(path), why)
-    problems.append({"path": text(path), "position": 0, "kind": "unreadable_file", "detail": f"skipped: {why}"})
+    log.warning("%r skipped: %s", printable_name(path), why)
+    problems.append(Problem(0, "unreadable_file", f"skipped: {why}", printable_name(path)))
 
 
 def _walk(top: Path, stats: dict[str, os.stat_result] | None = None) -> Iterator[tuple[Path, list[str], list[str], list[tuple[str, str]]]]:
@@ -186,7 +187,7 @@ def _walk(top: Path, stats: dict[str, os.stat_result] | None = None) -> Iterator
                     target = os.readlink(e.path)
                 except OSError:
                     target = "?"
-                odd.append((e.name, f"a symbolic link (to {text(target)!r}); links are never followed"))
+                odd.append((e.name, f"a symbolic link (to {printable_name(target)!r}); links are never followed"))
             else:
                 odd.append((e.name, next((why for test, why in _SPECIAL if test(st.st_mode)), "not a regular file")))
         yield here, dirs, files, odd
@@ -249,7 +250,7 @@ def _rel(prefix: str, sub: str, name: str) -> str:
     return "/".join(parts) or "."
 
 
-def find_log_dirs(root: Root, problems: list[dict] | None = None) -> list[LogDir]:
+def find_log_dirs(root: Root, problems: list[Problem] | None = None) -> list[LogDir]:
     """Every log dir under ``root`` (the root itself may be one). Entries skipped outside log dirs
     (links, fifos...) go to ``problems``; those inside a log dir are reported by ``_walk_files``."""
     found: list[LogDir] = []
@@ -271,7 +272,7 @@ def find_log_dirs(root: Root, problems: list[dict] | None = None) -> list[LogDir
     return found
 
 
-def _read_meta(ld: LogDir, problems: list[dict]) -> None:
+def _read_meta(ld: LogDir, problems: list[Problem]) -> None:
     meta = ld.abs_path / "meta.properties"
     tree = ld.tree or LOCAL
     st = tree.stat(meta)
@@ -282,7 +283,7 @@ def _read_meta(ld: LogDir, problems: list[dict]) -> None:
         with stores.listed_bytes(tree.abs_path(meta), st.st_size) as fb:  # no fifo swapped in can block it
             parsed = parse_meta(fb.data, rel)
     except OSError as exc:
-        problems.append({"path": rel, "position": 0, "kind": "unreadable_file", "detail": str(exc)})
+        problems.append(Problem(0, "unreadable_file", str(exc), rel))
         return
     if parsed.table.num_rows:
         row = parsed.table.to_pylist()[0]
@@ -297,7 +298,7 @@ def _folder_id(ld: LogDir) -> int | None:
     return None
 
 
-def _walk_files(ld: LogDir, broker: int, problems: list[dict]) -> list[FileEntry]:
+def _walk_files(ld: LogDir, broker: int, problems: list[Problem]) -> list[FileEntry]:
     """The regular files of a log dir; what is skipped (see ``_walk``, plus files we may not read
     and folders named like a Kafka file) is one warning line and one problem row each."""
     out: list[FileEntry] = []
@@ -369,7 +370,7 @@ def _nearest_broker(here: Path, log_dirs: list[LogDir], broker_of: dict[str, int
 
 def discover(roots: list[Root]) -> Discovery:
     """Log dirs under every root, grouped into brokers, with every file they hold."""
-    problems: list[dict] = []
+    problems: list[Problem] = []
     log_dirs = [ld for root in roots for ld in find_log_dirs(root, problems)]
     for ld in log_dirs:
         _read_meta(ld, problems)
@@ -414,8 +415,8 @@ def discover(roots: list[Root]) -> Discovery:
         by_id.setdefault(b.broker, []).append(b)
     for bid, group in by_id.items():
         if len(group) > 1:
-            problems.append({"path": ",".join(ld for b in group for ld in b.log_dirs), "position": 0, "kind": "cluster_id_mismatch",
-                             "detail": f"log dirs of node {bid} carry different cluster ids: {sorted(str(b.cluster_id) for b in group)}"})
+            problems.append(Problem(0, "cluster_id_mismatch", f"log dirs of node {bid} carry different cluster ids: "
+                                    f"{sorted(str(b.cluster_id) for b in group)}", ",".join(ld for b in group for ld in b.log_dirs)))
     for b in brokers.values():
         mine = [ld for ld in log_dirs if ld.rel in b.log_dirs]
         # guessed: a KRaft controller-only node holds nothing but __cluster_metadata-0
@@ -437,7 +438,7 @@ class InputPathError(InputError, ValueError):
 
 
 def _root_name(root: Root) -> str:
-    return text(root.archive or root.url or str(root.path))
+    return printable_name(root.archive or root.url or str(root.path))
 
 
 def found_instead(root: Root) -> str:
@@ -460,13 +461,13 @@ def found_instead(root: Root) -> str:
     if not files:
         return ("found nothing: it is empty" if not folders else f"found {folders} folders and no file") + odd
     if not kafka:
-        return f"found {len(files)} files, none a Kafka file (e.g. {', '.join(text(f) for f in files[:3])})" + odd
+        return f"found {len(files)} files, none a Kafka file (e.g. {', '.join(printable_name(f) for f in files[:3])})" + odd
     rel, kind = kafka[0]
     more = f" and {len(kafka) - 1} more Kafka files" if len(kafka) > 1 else ""
     if all(k == "broker_log" for _, k in kafka):
-        return f"found {text(rel)} (a broker log){more}, but broker logs are read only beside the log dirs they describe"
-    dump = "" if root.archive or root.url else f"; read one file with `kafka-forensics dump {text(str(root.path / rel))}`"
-    return (f"found {text(rel)} ({kind}){more} outside any partition folder (Kafka keeps segments in topic-N folders "
+        return f"found {printable_name(rel)} (a broker log){more}, but broker logs are read only beside the log dirs they describe"
+    dump = "" if root.archive or root.url else f"; read one file with `kafka-forensics dump {printable_name(str(root.path / rel))}`"
+    return (f"found {printable_name(rel)} ({kind}){more} outside any partition folder (Kafka keeps segments in topic-N folders "
             f"inside a log dir: for a partition folder, give the folder above it){dump}")
 
 
@@ -515,7 +516,7 @@ def resolve_roots(inputs: list[Path | str], work_dir: Path) -> tuple[list[Root],
     """Input paths and store URLs → roots to discover in; archives (local or on a store) are
     extracted into ``work_dir/_work``, a store's folder is listed once."""
     roots: list[Root] = []
-    problems: list[dict] = []
+    problems: list[Problem] = []
     used: set[str] = set()
 
     def name_for(path: Path) -> str:
@@ -559,7 +560,7 @@ def resolve_roots(inputs: list[Path | str], work_dir: Path) -> tuple[list[Root],
                     raise  # the only input is unusable: one line, exit 2
                 # one refused archive among several: say so, keep a problem row, analyze the rest
                 log.warning("%s", exc)
-                problems.append({"path": text(path.name), "position": 0, "kind": exc.kind, "detail": str(exc)})
+                problems.append(Problem(0, exc.kind, str(exc), printable_name(path.name)))
                 continue
             roots.append(Root(dest, name_for(path), path.name))
         elif opener is not None:
@@ -598,8 +599,10 @@ def discover_inputs(inputs: list[Path | str], work_dir: Path, focus: Focus | Non
     roots, problems = resolve_roots(inputs, work_dir)
     found = discover(roots)
     require_log_dirs(found, roots)
-    # (local roots: an archive is unpacked to one; a folder on an object store is not read here)
-    if collected := focus_mod.collections([(r.path, r.prefix) for r in roots if getattr(r, "tree", None) is None]):
+    # (local roots, an archive unpacked to one among them, and folders on an object store)
+    collected = focus_mod.collections([(r.path, r.prefix) for r in roots if getattr(r, "tree", None) is None])
+    collected += store_collections([r for r in roots if getattr(r, "tree", None) is not None])
+    if collected:
         focus = (focus or Focus()).within(collected)
     if focus is not None:
         found = focused(found, focus)
@@ -609,6 +612,30 @@ def discover_inputs(inputs: list[Path | str], work_dir: Path, focus: Focus | Non
     return found
 
 
+def store_collections(roots: list[Root]) -> list[focus_mod.Collected]:
+    """The focused collections among folders on an object store, as ``focus.collections`` finds
+    them among local ones: a COLLECT.txt in a root or one folder down (a bundle uploaded as
+    unpacked), read in one ranged GET. Without this, a focused bundle analyzed from the store
+    would read as a broker whose other partitions went missing."""
+    out = []
+    for root in roots:
+        tree = root.listing
+        dirs, files = tree.scan(root.path)
+        notes = [root.path / focus_mod.NOTES] if focus_mod.NOTES in files else []
+        notes += [root.path / d / focus_mod.NOTES for d in dirs if focus_mod.NOTES in tree.scan(root.path / d)[1]]
+        for path in notes:
+            st = tree.stat(path)
+            if st is None or st.st_size > MAX_NOTES_BYTES:
+                continue
+            with stores.listed_bytes(tree.abs_path(path), st.st_size) as fb:
+                text = fb.data.decode("utf-8", errors="replace")
+            rel = path.relative_to(root.path).as_posix()
+            if (found := focus_mod.read_notes(text, f"{root.prefix}/{rel}" if root.prefix else rel)) is not None:
+                out.append(found)
+    return out
+
+
+MAX_NOTES_BYTES = 16 << 20  # a COLLECT.txt lists every file left out: large for a big broker, never this large
 MAX_CHANGE_EXAMPLES = 5
 
 

@@ -25,7 +25,7 @@ import logging
 import os
 import shutil
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 
 import pyarrow as pa
@@ -35,6 +35,7 @@ from pyspark.sql import types as T
 from jobs.store.io import table_path, write_empty
 from jobs.store.spark import executors_of, gc_frozen, is_remote, job_group, parallelism
 from jobs.store.tables import ALL_TABLES, BROKERS, schema_of
+from parsers.common import Problem
 from parsers.headers import STOP_LIMIT
 
 from . import discover as disc
@@ -44,10 +45,8 @@ from .focus import Focus
 log = logging.getLogger(__name__)
 
 GROUP_BYTES = 64 << 20
-# A task's Python worker first imports numba and loads its kernels (~0.5 s), which parses a few
-# MB: a small collection in one task (one worker start, one Parquet file a table) is done sooner
-# than in two started side by side (real-cluster clean-failover, 1.3 MB: parsing 3.37 s in two
-# tasks, 2.83-2.86 s in one; the jobs 12.2-12.4 s and 11.6-12.0 s, reading half the files).
+# a task's worker first loads numba's kernels: a small collection is done sooner in one task
+# than in two (measured: docs/design.md, "Measurements behind the numbers")
 MIN_GROUP_BYTES = 4 << 20
 GROUP_FILES = 512  # the least and the most that group_files_for lets a task hold (a task may
 GROUP_FILES_MAX = 4096  # hold fewer: its bytes or its topics close it sooner)
@@ -65,15 +64,16 @@ SPAN_MIN_BYTES = 16 << 20  # a span of a split segment: never smaller (each task
 # as if it were that much bigger, so that it starts first
 HASH_SHARE = 8
 
-FILE_FIELDS = ["abs_path", "path", "broker", "log_dir", "topic", "partition", "dir_state", "kind", "size", "mtime_ms", "archive"]
+# a task's files are discover.FileEntry rows (its fields, in order: Kafka's int32s broker and
+# partition as int32) with the span of a split segment they read
+FILE_FIELDS = [f.name for f in fields(disc.FileEntry)]
+_ARROW = {"str": pa.string(), "int": pa.int64()}
 TASK_LIST = pa.schema([
     pa.field("task", pa.int32()),
     pa.field("bytes", pa.int64()),
     pa.field("files", pa.list_(pa.struct([
-        pa.field("abs_path", pa.string()), pa.field("path", pa.string()), pa.field("broker", pa.int32()),
-        pa.field("log_dir", pa.string()), pa.field("topic", pa.string()), pa.field("partition", pa.int32()),
-        pa.field("dir_state", pa.string()), pa.field("kind", pa.string()), pa.field("size", pa.int64()),
-        pa.field("mtime_ms", pa.int64()), pa.field("archive", pa.string()),
+        *(pa.field(f.name, pa.int32() if f.name in ("broker", "partition") else _ARROW[f.type.removesuffix(" | None")])
+          for f in fields(disc.FileEntry)),
         pa.field("span_start", pa.int64()), pa.field("span_stop", pa.int64()),
     ]))),
 ])
@@ -104,20 +104,17 @@ def group_bytes_for(total_bytes: int, parallelism: int) -> int:
 
 def group_files_for(files: int, parallelism: int) -> int:
     """Pack small files into tasks of at most this many files: about four tasks per core, between
-    ``GROUP_FILES`` and ``GROUP_FILES_MAX``. Why not always the least: a Python task costs ~60 ms
-    of Spark and pyspark before its first file, and a task's first files cost more than its later
-    ones (its writers, its first scalars). Measured at 3 brokers x 5,000 partitions (90,015
-    files, 2 cores, ``ingest_bench --child``): 512 files a task 177 tasks, parsing 31.3 s;
-    2,048: 45 tasks, 21.6-22.6 s; 4,096: 24 tasks, 20.8 s; 8,192: 12 tasks, 21.5 s."""
+    ``GROUP_FILES`` and ``GROUP_FILES_MAX``. Why not always the least: a Python task costs Spark
+    and pyspark time before its first file, and its first files cost more than its later ones
+    (measured: docs/design.md)."""
     return int(min(GROUP_FILES_MAX, max(GROUP_FILES, files // max(1, 4 * parallelism))))
 
 
 def span_bytes_for(total_bytes: int, cores: int) -> int:
     """The size of a split segment's spans: two per core of the whole input. A segment is split
     only when it alone is more than a core's share (twice this), so a collection of many
-    segments is not split at all, and a lone big one is spread over every core. Measured on one
-    1 GB segment on 2 cores (``ingest_bench --one-segment``): spans of 64 MiB 5.8 s, 128 MiB
-    5.6 s, 256 MiB 5.2 s (each Python task costs ~0.1 s to start, and a worker's first ~0.7 s)."""
+    segments is not split at all, and a lone big one is spread over every core (fewer, bigger
+    spans start fewer Python tasks: measured in docs/design.md)."""
     return max(SPAN_MIN_BYTES, total_bytes // (2 * cores))
 
 
@@ -131,7 +128,9 @@ def span_cuts(index: bytes, size: int, spans: int) -> list[int]:
     second reading, never a wrong one."""
     import numpy as np
 
-    positions = np.frombuffer(index[: len(index) // 8 * 8], ">i4").reshape(-1, 2)[:, 1].astype(np.int64)
+    from parsers.offset_index import ENTRY_DTYPE, ENTRY_SIZE
+
+    positions = np.frombuffer(index[: len(index) // ENTRY_SIZE * ENTRY_SIZE], ENTRY_DTYPE)["position"].astype(np.int64)
     rising = np.diff(positions, prepend=0) > 0
     usable = positions[: len(positions) if rising.all() else int(np.argmin(rising))]
     usable = usable[usable < size]
@@ -432,10 +431,10 @@ def ingest(spark: SparkSession, inputs: list[Path], work_dir: Path, payloads: bo
             log.warning("%s: its spans did not read as one reading would (a stale offset index, or a span that failed); read again whole", path)
             whole = {**by_path[path], "span_start": None, "span_stop": None}
             counts += write_task(tables_dir, task, 0, run_task([whole], payloads, focus=focus), payloads).to_pylist()
-        extra += [problem_rows(by_path[path], [(position, "offset_regression", detail)]) for path, position, detail in between]
+        extra += [problem_rows(by_path[path], [Problem(position, "offset_regression", detail)]) for path, position, detail in between]
     # discovery's and the archives' own problems, written as one more task would write them
-    extra += [problem_rows({"broker": None, "log_dir": None, "topic": None, "partition": None, "dir_state": None, "path": p["path"]},
-                           [(p["position"], p["kind"], p["detail"])]) for p in problems]
+    extra += [problem_rows({"broker": None, "log_dir": None, "topic": None, "partition": None, "dir_state": None, "path": p.path}, [p])
+              for p in problems]
     if extra:
         counts += write_task(tables_dir, len(tasks), 0, [("problems", pa.concat_tables(extra))]).to_pylist()
     brokers = [asdict(b) for b in found.brokers]

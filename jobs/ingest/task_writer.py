@@ -54,21 +54,38 @@ COUNTS_SCHEMA = pa.schema([
 ])
 
 
+# Columns that rise through a task's file row after row (a record's or batch's offset, byte
+# position, timestamps): written DELTA_BINARY_PACKED (Parquet's delta encoding; Spark's vectorized
+# reader reads it) instead of dictionary-then-plain. Every value is new, so a dictionary only
+# cost a hash table lookup a value before Parquet fell back to plain: 55-65 ns a record each for
+# ``offset`` and ``position`` of the records table's ~470 ns write, against 7-9 so, measured on
+# 786,780 records of 1.2 KiB batches (benchmarks/ingest_small_bench.py); and the deltas are small
+# (0.01-0.8 bytes a value, against 4-5.5 plain with snappy), which the jobs' reads gain too.
+RISING = {
+    "records": ("offset", "timestamp", "timestamp_ms", "batch_position", "position"),
+    "batches": ("position", "base_offset", "last_offset", "base_timestamp", "max_timestamp"),
+}
+
+
 @cache
-def writer_options(schema: pa.Schema) -> dict:
-    """ParquetWriter options for ``schema``: snappy, dictionaries and statistics everywhere but
-    in the digest columns. The per-column forms name Parquet leaf paths (``isr.list.element``,
-    not ``isr``), and a column a list leaves out gets the feature off: so the paths are read from
-    the Parquet schema pyarrow makes of ``schema``."""
-    if not any(name.endswith(DIGEST_SUFFIX) for name in schema.names):
+def writer_options(schema: pa.Schema, name: str | None = None) -> dict:
+    """ParquetWriter options for table ``name`` of ``schema``: snappy, dictionaries and statistics
+    everywhere but in the digest columns, and the ``RISING`` columns delta-encoded. The per-column
+    forms name Parquet leaf paths (``isr.list.element``, not ``isr``), and a column a list leaves out
+    gets the feature off: so the paths are read from the Parquet schema pyarrow makes of ``schema``."""
+    rising = [c for c in RISING.get(name, ()) if c in schema.names]
+    if not rising and not any(c.endswith(DIGEST_SUFFIX) for c in schema.names):
         return {"compression": "snappy"}
     buf = pa.BufferOutputStream()
     pq.write_table(empty_table(schema), buf)  # (Schema.empty_table would import pandas in every parse worker)
     parquet = pq.ParquetFile(pa.BufferReader(buf.getvalue())).schema
     leaves = [parquet.column(i).path for i in range(len(parquet))]
     plain = [p for p in leaves if not p.split(".", 1)[0].endswith(DIGEST_SUFFIX)]
-    return {"compression": {p: "snappy" if p in plain else "none" for p in leaves}, "use_dictionary": plain,
-            "write_statistics": plain}
+    options = {"compression": {p: "snappy" if p in plain else "none" for p in leaves},
+               "use_dictionary": [p for p in plain if p not in rising], "write_statistics": plain}
+    if rising:
+        options["column_encoding"] = dict.fromkeys(rising, "DELTA_BINARY_PACKED")
+    return options
 
 
 def escape_path_name(value: str) -> str:
@@ -126,7 +143,7 @@ class TaskWriter:
             where.mkdir(parents=True, exist_ok=True)
             final = where / f"part-{self.task:05d}.parquet"
             temp = where / f".{final.name}.{self.attempt}{TEMP_SUFFIX}"
-            self.writers[key] = (pq.ParquetWriter(temp, schema, **writer_options(schema)), temp, final)
+            self.writers[key] = (pq.ParquetWriter(temp, schema, **writer_options(schema, name)), temp, final)
         return self.writers[key][0]
 
     def write(self, name: str, table: pa.Table) -> None:

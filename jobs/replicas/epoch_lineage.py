@@ -27,6 +27,8 @@ epoch's start to the new log start offset on each replica separately.
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
@@ -36,6 +38,14 @@ from .replica_logs import REPLICA_KEY, live_segment_batches
 EPOCH_KEY = ["topic", "partition", "leader_epoch"]
 # log_events lines that name the leader of an epoch (parsers/broker_log.py fills leader and leader_epoch)
 LEADERSHIP_LOG_EVENTS = ("leader_change", "unclean_election", "become_leader", "become_follower", "isr_change")
+
+
+class LeaderEpoch(NamedTuple):
+    """A leader and the leader epoch it leads (as Kafka's ``EpochEntry`` pairs an epoch with its
+    start offset): a partition's current leadership, as the metadata log last names it."""
+
+    leader: int
+    epoch: int
 
 
 def _at_least_0(v: int | None) -> bool:
@@ -94,14 +104,15 @@ def logged_leaders(meta: list, logs: list, names: dict[str, set] | None = None) 
     return by_meta + [r for r in _one_leader(named, "broker_log") if (r["topic"], r["partition"], r["leader_epoch"]) not in known]
 
 
-def current_leaders(logged: list) -> dict[tuple[str, int], tuple[int, int]]:
-    """Per partition, (leader, leader epoch) of the latest epoch the metadata log gives a leader:
-    the log every replica follows (a partition offline since then comes back to it)."""
-    out: dict[tuple[str, int], tuple[int, int]] = {}
+def current_leaders(logged: list) -> dict[tuple[str, int], LeaderEpoch]:
+    """Per partition, the leader of the latest epoch the metadata log gives a leader (``logged``:
+    ``logged_leaders`` rows): the log every replica follows (a partition offline since then comes
+    back to it)."""
+    out: dict[tuple[str, int], LeaderEpoch] = {}
     for r in logged:
         key = (r["topic"], r["partition"])
-        if r["leader_evidence"] == "metadata_log" and (key not in out or r["leader_epoch"] > out[key][1]):
-            out[key] = (r["leader"], r["leader_epoch"])
+        if r["leader_evidence"] == "metadata_log" and (key not in out or r["leader_epoch"] > out[key].epoch):
+            out[key] = LeaderEpoch(r["leader"], r["leader_epoch"])
     return out
 
 

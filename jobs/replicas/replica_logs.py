@@ -72,14 +72,12 @@ def build(t: dict[str, DataFrame]) -> DataFrame:
     Why one aggregate: each file kind says something per replica (its batches, segment files,
     checkpoint entries, leader epochs, partition.metadata, problems, index padding). Aggregated
     each on its own and joined, they were eight aggregates and seven joins, each a shuffle or a
-    broadcast and a Spark job of its own (2.5 s of a small analysis, mostly Spark's cost per
-    stage); here every kind's rows are stacked (one row shape, a column set per kind) and grouped
+    broadcast and a Spark job of its own (docs/design.md measures both); here every kind's rows are stacked (one row shape, a column set per kind) and grouped
     once by replica, and only the clean-shutdown marker (one per log dir) is joined. A replica is
     one whose log dir has batches or segment files of it. The other kinds' rows count only with a
     whole key, as they did in a join (which never matches a null). But for the leader epochs and
     the topic id: a list or a struct has no place in a hash aggregate's buffer, so grouped with
-    the rest every row went through Spark's interpreted object aggregate (~12 µs a row, 4.2 s of
-    SQL at 15,000 partition replicas, 3.0 s apart); those two kinds' few rows are grouped apart
+    the rest every row went through Spark's interpreted object aggregate; those two kinds' few rows are grouped apart
     and joined. The batches come as their ``batch_runs`` (a few rows a segment, summed at ingest):
     a replica's row costs its segments, not its millions of batches. ``batch_digest`` sums the
     runs' digests: replicas with equal digests hold the same readable batches, so the

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pyspark.sql import DataFrame
+from pyspark.sql import DataFrame, Row
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
@@ -36,6 +36,7 @@ from jobs.store.tables import RESTART_PREVIEW_SCHEMA
 
 from .compare import BATCH_KEY
 from .replica_logs import live_segment_batches
+from .survivors import Survivor
 
 UNDEFINED_EPOCH = -1
 UNDEFINED_EPOCH_OFFSET = -1
@@ -109,13 +110,13 @@ def truncation(follower: Epochs, leo: int, hw: int | None, leader: Epochs, leade
     return Truncation(min(end, leader_leo), LEADER_EPOCH, tuple(asked))
 
 
-def preview(rl: list, surv: dict, batch_epochs: dict | None = None) -> list[dict]:
+def preview(replicas: list[Row], survivors: dict[tuple[str, int], Survivor], batch_epochs: dict | None = None) -> list[dict]:
     """One row per live replica that is not its partition's surviving log (``survivors``), with the
-    truncation it would do. ``rl``: replica_logs rows; ``batch_epochs``: (topic, partition, broker)
+    truncation it would do. ``replicas``: replica_logs rows; ``batch_epochs``: (topic, partition, broker)
     -> [(epoch, first base offset)] from the batches. Partitions whose surviving log is undetermined
     are left out: which lineage wins is exactly what is not known there."""
     batch_epochs = batch_epochs or {}
-    by_key = {(r["topic"], r["partition"], r["broker"]): r for r in rl if r["dir_state"] == "live"}
+    by_key = {(r["topic"], r["partition"], r["broker"]): r for r in replicas if r["dir_state"] == "live"}
 
     def epochs_of(r) -> Epochs:
         cp = [(int(e["epoch"]), int(e["start_offset"])) for e in (r["epoch_entries"] or [])]
@@ -123,12 +124,12 @@ def preview(rl: list, surv: dict, batch_epochs: dict | None = None) -> list[dict
 
     out = []
     for (topic, part, broker), r in sorted(by_key.items()):
-        s = surv.get((topic, part))
-        if s is None or s["broker"] is None or s["broker"] == broker:
+        survivor = survivors.get((topic, part))
+        if survivor is None or survivor.broker is None or survivor.broker == broker:
             continue
-        lead = by_key[(topic, part, s["broker"])]
+        lead = by_key[(topic, part, survivor.broker)]
         t = truncation(epochs_of(r), r["leo"], r["hw_checkpoint"], epochs_of(lead), lead["leo"])
-        out.append({"topic": topic, "partition": part, "broker": broker, "leader": s["broker"], "leo": r["leo"],
+        out.append({"topic": topic, "partition": part, "broker": broker, "leader": survivor.broker, "leo": r["leo"],
                     "truncate_to": t.truncate_to, "rule": t.rule, "epochs_asked": list(t.epochs_asked)})
     return out
 
@@ -151,15 +152,14 @@ def sentence(row: dict) -> str | None:
             "hold{} (not the leader's log) — run salvage first.".format("" if len(held) > 1 else "s"))
 
 
-def finding_for(row: dict, findings: list) -> str | None:
-    """The id of the loss (first) or divergence finding on the partition whose offsets overlap what
-    this truncation destroys."""
+def finding_for(row: dict, lossy: list) -> str | None:
+    """The id of the first of ``lossy`` (the loss findings first, then the divergences: see
+    ``build``) on the partition whose offsets overlap what this truncation destroys."""
     lo, hi = row["truncate_to"], row["leo"] - 1
-    for kind in ("acked_data_loss", "replica_divergence", "truncation_below_hw"):
-        for f in findings:
-            if (f.kind == kind and (f.topic, f.partition) == (row["topic"], row["partition"]) and f.first_offset is not None
-                    and f.first_offset <= hi and (f.last_offset if f.last_offset is not None else f.first_offset) >= lo):
-                return f.id
+    for f in lossy:
+        if ((f.topic, f.partition) == (row["topic"], row["partition"]) and f.first_offset is not None
+                and f.first_offset <= hi and (f.last_offset if f.last_offset is not None else f.first_offset) >= lo):
+            return f.id
     return None
 
 
@@ -206,7 +206,7 @@ def destroyed(spark, batches: DataFrame, rows: list[dict]) -> dict:
 
 
 def _planned(case) -> list[dict]:
-    return preview(case.rl, case.survivors, batch_epoch_starts(case.tables["batch_runs"]))
+    return preview(case.replicas, case.survivors, batch_epoch_starts(case.tables["batch_runs"]))
 
 
 def planned(case) -> list[dict]:
@@ -215,14 +215,16 @@ def planned(case) -> list[dict]:
     return case.shared(_planned)
 
 
-def build(case, findings: list) -> DataFrame:
-    """The restart_preview table of a case, ``finding_id`` linking the findings it destroys."""
+def build(case, lossy: list) -> DataFrame:
+    """The restart_preview table of a case, ``finding_id`` linking the findings it destroys: ``lossy``,
+    the findings whose offsets name lost or diverged records, in the order one is named
+    (``jobs.findings.kinds.LOSS_KINDS``: the findings room hands them down, this room knows no kind)."""
     rows = [dict(r) for r in planned(case)]
     lost = destroyed(case.spark, case.tables["batches"], rows)
     for row in rows:
         d = lost.get((row["topic"], row["partition"], row["broker"]), {"records": 0, "nowhere_else": 0, "held_elsewhere": []})
         row.update(records_destroyed=d["records"], held_elsewhere=d["held_elsewhere"], records_nowhere_else=d["nowhere_else"])
-        row["finding_id"] = finding_for(row, findings) if d["records"] else None
+        row["finding_id"] = finding_for(row, lossy) if d["records"] else None
         row["sentence"] = sentence(row)
     from pyspark.sql.pandas.types import from_arrow_schema
 

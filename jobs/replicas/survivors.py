@@ -13,12 +13,15 @@ what every candidate lacks is reported lost. Never a guess by broker id.
 from __future__ import annotations
 
 from collections import defaultdict
+from dataclasses import dataclass
 
-from pyspark.sql import DataFrame, SparkSession, Window
+from pyspark.sql import DataFrame, Row, SparkSession, Window
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from jobs.store.io import local_frame
+
+from .epoch_lineage import LeaderEpoch
 
 SURVIVORS_SCHEMA = T.StructType([
     T.StructField("topic", T.StringType()), T.StructField("partition", T.IntegerType()), T.StructField("survivor", T.IntegerType()),
@@ -44,25 +47,35 @@ def brokers_text(brokers) -> str:
     return ", ".join(map(str, sorted(brokers)))
 
 
-def survivors(rl: list, lineage: list, current: dict[tuple[str, int], tuple[int, int]]) -> dict[tuple[str, int], dict]:
-    """Per partition, the replica whose log the others will follow (module doc): ``broker`` (None
-    when undetermined), ``candidates`` (replica_logs rows: that replica, or every replica it may
-    be), ``epoch`` and ``why`` (the evidence, in words). ``current``: ``epoch_lineage.current_leaders``."""
-    reps: dict[tuple[str, int], list] = defaultdict(list)
-    for r in rl:
+@dataclass(frozen=True)
+class Survivor:
+    """A partition's surviving log (module doc): the replica the others will follow, or the
+    replicas it may be when the evidence cannot single one out."""
+
+    broker: int | None  # its broker; None when undetermined
+    candidates: list[Row]  # replica_logs rows: that replica, or every replica it may be
+    epoch: int  # the latest leader epoch the partition's replicas carry (-1: none)
+    why: str  # the evidence that decides it (or why nothing does), in words
+
+
+def survivors(replicas: list[Row], lineage: list[Row], current: dict[tuple[str, int], LeaderEpoch]) -> dict[tuple[str, int], Survivor]:
+    """Per partition, the replica whose log the others will follow (module doc). ``replicas``:
+    replica_logs rows; ``lineage``: epoch_lineage rows; ``current``: ``epoch_lineage.current_leaders``."""
+    live: dict[tuple[str, int], list] = defaultdict(list)
+    for r in replicas:
         if r["dir_state"] == "live":
-            reps[(r["topic"], r["partition"])].append(r)
+            live[(r["topic"], r["partition"])].append(r)
     leaders = {(row["topic"], row["partition"], row["leader_epoch"]): (row["likely_leader"], row["leader_evidence"])
                for row in lineage if row["likely_leader"] is not None}
-    out: dict[tuple[str, int], dict] = {}
-    for key, rs in reps.items():
+    out: dict[tuple[str, int], Survivor] = {}
+    for key, rs in live.items():
         top = max(last_epoch(r) for r in rs)
         carriers = [r for r in rs if last_epoch(r) == top]
         here = {r["broker"]: r for r in rs}
-        cur = current.get(key)
+        leading = current.get(key)
         lead = leaders.get((*key, top))
-        if cur is not None and cur[1] >= top and cur[0] in here:
-            pick, why = here[cur[0]], f"broker {cur[0]} leads epoch {cur[1]} per the KRaft metadata log"
+        if leading is not None and leading.epoch >= top and leading.leader in here:
+            pick, why = here[leading.leader], f"broker {leading.leader} leads epoch {leading.epoch} per the KRaft metadata log"
         elif len(carriers) == 1:
             pick, why = carriers[0], f"broker {carriers[0]['broker']} alone carries the latest leader epoch {top}"
         elif lead is not None and lead[0] in {r["broker"] for r in carriers}:
@@ -74,24 +87,24 @@ def survivors(rl: list, lineage: list, current: dict[tuple[str, int], tuple[int,
             why = (f"brokers {brokers_text(r['broker'] for r in carriers)} {carry} and "
                    + (f"broker {lead[0]}, which led it ({LEADER_EVIDENCE[lead[1]]}), was not collected" if lead is not None
                       else "nothing collected tells which one leads it (the KRaft metadata log or the brokers' logs would)"))
-        out[key] = {"broker": None if pick is None else pick["broker"], "candidates": carriers if pick is None else [pick],
-                    "epoch": top, "why": why}
+        out[key] = Survivor(broker=None if pick is None else pick["broker"], candidates=carriers if pick is None else [pick],
+                            epoch=top, why=why)
     return out
 
 
-def surviving_log_text(s: dict) -> str:
+def surviving_log_text(survivor: Survivor) -> str:
     """The surviving log in words, with the evidence that decides it (or why nothing does)."""
-    if s["broker"] is not None:
-        return f"the surviving log on broker {s['broker']} ({s['why']})"
-    return f"the surviving log, which is undetermined ({s['why']})"
+    if survivor.broker is not None:
+        return f"the surviving log on broker {survivor.broker} ({survivor.why})"
+    return f"the surviving log, which is undetermined ({survivor.why})"
 
 
-def survivors_frame(spark: SparkSession, surv: dict) -> DataFrame:
+def survivors_frame(spark: SparkSession, survivors: dict[tuple[str, int], Survivor]) -> DataFrame:
     """``survivors`` as a small DataFrame to join record-level frames with: one row per partition and
     surviving-log candidate, ``survivor, s_log_start, s_compacted`` and ``s_candidates`` (how many
     there are: an offset is lost only when it is lost on each, ``lost_on_every_candidate``)."""
-    rows = [(t, p, c["broker"], c["log_start_offset"], bool(c["compacted"]), len(s["candidates"]))
-            for (t, p), s in surv.items() for c in s["candidates"]]
+    rows = [(t, p, c["broker"], c["log_start_offset"], bool(c["compacted"]), len(s.candidates))
+            for (t, p), s in survivors.items() for c in s.candidates]
     return local_frame(spark, rows, SURVIVORS_SCHEMA)
 
 

@@ -31,6 +31,8 @@ import os
 import shutil
 from pathlib import Path
 
+from jobs.processes import pid_alive
+
 log = logging.getLogger(__name__)
 
 ENV_OFF = "KF_CLASS_SHARING"
@@ -66,16 +68,6 @@ def _java() -> str | None:
     return shutil.which("java")
 
 
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
 def java_options(our_conf_dir: Path, log4j_file: Path) -> tuple[str, Path | None, Path | None]:
     """The JVM options for class sharing, the archive being written (or None) and its final name.
 
@@ -99,7 +91,7 @@ def java_options(our_conf_dir: Path, log4j_file: Path) -> tuple[str, Path | None
         final = empty.parent / archive_name(_java(), Path(pyspark.__file__).parent / "jars")
         for old in empty.parent.glob(f"{final.name}.tmp-*"):  # left by runs killed while writing
             with contextlib.suppress(ValueError, OSError):
-                if not _pid_alive(int(old.name.rsplit("-", 1)[1])):
+                if not pid_alive(int(old.name.rsplit("-", 1)[1])):
                     old.unlink()
     except OSError:
         return "", None, None

@@ -28,6 +28,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from jobs.errors import InputError
+from jobs.processes import pid_alive
 
 log = logging.getLogger(__name__)
 
@@ -40,16 +41,6 @@ def pause_point(name: str) -> None:
     if os.environ.get("KF_TEST_PAUSE_AT") == name:
         print(f"kf-test-pause: {name}", file=sys.stderr, flush=True)
         time.sleep(600)
-
-
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def _siblings(out: Path, tag: str) -> list[tuple[Path, int]]:
@@ -68,7 +59,7 @@ def recover(out: Path) -> None:
     if not out.parent.is_dir():
         return
     for old, pid in _siblings(out, "old"):
-        if _pid_alive(pid) and pid != os.getpid():
+        if pid_alive(pid) and pid != os.getpid():
             continue
         if not out.exists():
             os.rename(old, out)
@@ -76,7 +67,7 @@ def recover(out: Path) -> None:
         else:
             shutil.rmtree(old, ignore_errors=True)
     for tmp, pid in _siblings(out, "tmp"):
-        if not _pid_alive(pid):
+        if not pid_alive(pid):
             shutil.rmtree(tmp, ignore_errors=True)
 
 

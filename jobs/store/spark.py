@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from jobs.errors import InputError
+from jobs.processes import pid_alive
 
 if TYPE_CHECKING:  # imported when a session is asked for: ``interruptible`` must not pay for pyspark
     from pyspark.sql import SparkSession
@@ -55,9 +56,8 @@ def catalog_confs(catalog_dir: Path) -> dict[str, str]:
 
 
 SMALL_INPUT = 256 << 20  # below this, Spark's fixed costs (JIT, codegen, tasks) dwarf the data
-# Below this, a 512 MiB heap holds every job's data (the heap is most of the tree's RSS). Measured
-# on zstd batches (~40 bytes a record on disk): 12 MiB analyzed fine with 512 MiB, 30 MiB ran out
-# of memory building a broadcast (Spark keeps 300 MiB of any heap for itself), 232 MiB fine with 1 GiB.
+# Below this, a 512 MiB heap holds every job's data (the heap is most of the tree's RSS; measured
+# in docs/design.md).
 TINY_INPUT = 4 << 20
 
 
@@ -71,8 +71,7 @@ def sized_confs(input_bytes: int | None, cores: int, remote: bool = False) -> di
     collector (``DRIVER_JVM_OPTIONS``); the heap follows the input (512 MiB below
     ``TINY_INPUT``, 1 GiB for other small collections, 2 GiB plus 1 per 4 GiB of input up to 8 GiB),
     so a small run stays light: the serial collector lets the heap grow to its cap before it collects,
-    so the cap, not the data, sets the JVM's RSS (0.4 MB analyzed: 1434 MiB JVM RSS with 1 GiB,
-    954 MiB with 512 MiB, same wall time; ``benchmarks/memory_bench.py --fixture``).
+    so the cap, not the data, sets the JVM's RSS (measured: docs/design.md).
     ``None`` (unknown size: tests, the catalog) keeps the big-data defaults. ``KF_DRIVER_MEMORY`` still wins.
     """
     small = input_bytes is not None and input_bytes < SMALL_INPUT
@@ -98,12 +97,11 @@ def sized_confs(input_bytes: int | None, cores: int, remote: bool = False) -> di
 # The driver JVM's flags at every known size. Why at every size, not only for small inputs: the
 # jobs read one row per run of batches, per replica, per range or per finding (the records only
 # where replicas differ), so at any depth the JVM runs many small queries and little data, and
-# C2's compiler threads and G1's concurrent ones only took the two cores from them (a 400 MB
-# partition's jobs phase: 40.9 s of CPU with the JVM's defaults, 20.8 s with these; the ingest's
-# heavy work is in the Python workers). C1 alone reserves only 48 MB of code cache: Spark with the
+# C2's compiler threads and G1's concurrent ones only took the cores from them (docs/design.md;
+# the ingest's heavy work is in the Python workers). C1 alone reserves only 48 MB of code cache: Spark with the
 # Hive catalog fills it, and then the JVM disables its compiler and interprets everything from
 # there on. Metaspace grows to ~60 MB as Spark's classes load; from its first 21 MB on, each step
-# up was a full GC that stops every thread (3 of them, ~0.3 s, in a small analyze).
+# up was a full GC that stops every thread.
 DRIVER_JVM_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC -XX:ReservedCodeCacheSize=240m -XX:MetaspaceSize=256m"
 
 
@@ -174,9 +172,8 @@ def get_session(master: str = "local[*]", catalog_dir: Path | None = None, app: 
         "spark.python.worker.reuse": "true",
         # The status store keeps every finished query's plan graph and metrics, job and stage for
         # the UI even with the UI off (1,000 queries by default, each DAG graph forever): an
-        # analysis runs ~130 queries, and the demo's one session runs a dozen analyses. Kept,
-        # they filled a 512 MiB heap by the eighth scenario (200 full GCs, 82 s of GC, scenarios
-        # slowing from 12 s to 60 s). Nothing reads them after the query: keep only a few.
+        # analysis runs ~130 queries, and the demo's one session runs a dozen analyses: kept, they
+        # filled the heap (docs/design.md). Nothing reads them after the query: keep only a few.
         "spark.sql.ui.retainedExecutions": "20",
         "spark.ui.retainedJobs": "100",
         "spark.ui.retainedStages": "100",
@@ -386,8 +383,8 @@ def gc_frozen(fn):
     out of garbage collection when the task starts (``gc.freeze``).
 
     Why: a reused Python worker runs a full ``gc.collect()`` after every task (``pyspark.daemon``)
-    over every object it holds, numba's, pyarrow's and pandas' included: ~160,000 objects, 0.13-0.17 s
-    a task here, a third of the task that parses a 64 MiB segment. What lives when a task starts
+    over every object it holds, numba's, pyarrow's and pandas' included (a third of the task that
+    parses a 64 MiB segment: docs/design.md). What lives when a task starts
     was there before it (that collect has just run), so it is frozen; the collect then only looks
     at what the task made. Once a task: pyspark calls a grouped function once per group, and a
     freeze between groups would make the last group's reference cycles immortal (~10 KB a topic
@@ -484,18 +481,9 @@ def stop_jvm(timeout: float = 30) -> None:
         with contextlib.suppress(ChildProcessError, OSError):
             os.waitpid(pid, os.WNOHANG)
     deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline and any(_alive(pid) for pid in pids):
+    while time.monotonic() < deadline and any(pid_alive(pid) for pid in pids):
         time.sleep(0.02)
     shutil.rmtree(_scratch_path(), ignore_errors=True)
-
-
-def _alive(pid: int) -> bool:
-    """Still running (a zombie has stopped writing: it counts as gone)."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return False
-    return stat[stat.rindex(")") + 2:].split()[0] != "Z"
 
 
 @contextlib.contextmanager
@@ -546,15 +534,13 @@ def scratch_dir() -> Path:
     a SIGKILLed run never reaches (an unattended kill left ``/tmp/spark-*`` and ``blockmgr-*`` behind,
     shuffle files and all); with one named folder per process, each start removes those of dead
     processes, as ``jobs.store.outdir.recover`` does for staging dirs. (``SPARK_LOCAL_DIRS`` still wins.)"""
-    from jobs.store.outdir import _pid_alive
-
     base = _scratch_path().parent
     for old in base.glob(f"{SCRATCH_PREFIX}*"):
         try:
             pid = int(old.name[len(SCRATCH_PREFIX):])
         except ValueError:
             continue
-        if pid != os.getpid() and not _pid_alive(pid):
+        if pid != os.getpid() and not pid_alive(pid):
             shutil.rmtree(old, ignore_errors=True)
     mine = _scratch_path()
     mine.mkdir(parents=True, exist_ok=True)

@@ -225,7 +225,7 @@ OFFSET_RANGES_SCHEMA = pa.schema([  # jobs.replicas.offset_ranges: contiguous ra
     ("at_segment_boundary", pa.bool_()), ("records", pa.int64()), ("bytes", pa.int64()),
     ("path", pa.string()), ("position", pa.int64()),
 ])
-METADATA_EVENTS_SCHEMA = pa.schema([  # jobs.history.metadata.METADATA_EVENTS: the KRaft metadata log, per partition
+METADATA_EVENTS_SCHEMA = pa.schema([  # jobs.history.metadata.metadata_events: the KRaft metadata log, per partition
     ("topic", pa.string()), ("partition", pa.int32()), ("topic_id", pa.string()),
     ("meta_offset", pa.int64()),  # offset in __cluster_metadata (snapshots: their end offset - 1)
     ("time", TS),  # the record's append time on the controller
@@ -238,18 +238,18 @@ METADATA_EVENTS_SCHEMA = pa.schema([  # jobs.history.metadata.METADATA_EVENTS: t
     ("leader_recovery_state", pa.int32()),  # 0 RECOVERED, 1 RECOVERING
     ("prev_leader", pa.int32()), ("prev_leader_epoch", pa.int32()), ("prev_isr", INTS),
     ("election", pa.string()),  # clean | unclean | offline (leader -1) | null (no leader change)
-    ("clean", pa.bool_()),
+    ("clean", pa.bool_()),  # the election's cleanliness; null without an election
     ("elected_from", pa.string()),  # isr | elr | reassignment | outside_isr | last_known_leader | null (unknown, or no election)
     ("source", pa.string()),  # log | snapshot
     ("nodes", INTS),  # the nodes whose metadata log (or snapshot) holds the record
     ("path", pa.string()), ("batch_position", pa.int64()), ("detail", pa.string()),
 ])
-BROKER_EVENTS_SCHEMA = pa.schema([  # jobs.history.metadata.BROKER_EVENTS
+BROKER_EVENTS_SCHEMA = pa.schema([  # jobs.history.metadata.broker_events: the KRaft metadata log, per broker
     ("node", pa.int32()), ("meta_offset", pa.int64()), ("time", TS),
     ("event", pa.string()),  # registered | unregistered | fenced | unfenced | controlled_shutdown | controller_registered
     ("detail", pa.string()), ("source", pa.string()), ("nodes", INTS), ("path", pa.string()), ("batch_position", pa.int64()),
 ])
-TIMELINE_SCHEMA = pa.schema([  # jobs.history.timeline.TIMELINE
+TIMELINE_SCHEMA = pa.schema([  # jobs.history.timeline.build: one incident timeline per partition
     ("topic", pa.string()), ("partition", pa.int32()), ("time", TS),
     ("source", pa.string()),  # metadata | broker_log | leader_epoch | consumer_offsets
     ("node", pa.int32()), ("event", pa.string()), ("leader", pa.int32()), ("leader_epoch", pa.int32()), ("offset", pa.int64()),
