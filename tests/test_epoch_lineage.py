@@ -10,15 +10,14 @@ test_forensics_real.py and on the simulator's in test_forensics_scenarios.py.
 from __future__ import annotations
 
 from pyspark.sql import Row
-from pyspark.testing import assertDataFrameEqual
 
 from jobs.replicas.epoch_lineage import LeaderEpoch, current_leaders, decide_leaders
 from jobs.replicas.survivors import survivors
 
-LINEAGE = "topic string, partition int, leader_epoch int, broker int, checkpoint_start_offset long, batch_start_offset long, _log_start long"
+LINEAGE = ("topic", "partition", "leader_epoch", "broker", "checkpoint_start_offset", "batch_start_offset", "_log_start")
 
 
-def test_decide_leaders_follows_the_evidence_order(spark):
+def test_decide_leaders_follows_the_evidence_order():
     rows = [
         # epoch 1 of "cp": broker 2's checkpoint starts it earliest (broker 1 kept old records: KAFKA-1211)
         ("cp", 0, 1, 1, 160, 160, 0), ("cp", 0, 1, 2, 150, 150, 0),
@@ -33,12 +32,10 @@ def test_decide_leaders_follows_the_evidence_order(spark):
         # "trimmed-both": each start sits on its own trimmed log start: undetermined
         ("trimmed-both", 0, 3, 1, 500, 500, 500), ("trimmed-both", 0, 3, 2, 200, 200, 200),
     ]
-    got = decide_leaders(spark.createDataFrame(rows, LINEAGE)).select("topic", "broker", "likely_leader", "leader_evidence")
+    got = decide_leaders([dict(zip(LINEAGE, r, strict=True)) for r in rows])
     lead = {"cp": (2, "leader_epoch_checkpoint"), "fb": (3, "first_batch"), "nocp": (2, "first_batch"), "tie": (None, None),
             "trim": (2, "leader_epoch_checkpoint"), "trimmed-both": (None, None)}
-    want = spark.createDataFrame([(t, b, *lead[t]) for t, _, _, b, *_ in rows],
-                                 "topic string, broker int, likely_leader int, leader_evidence string")
-    assertDataFrameEqual(got, want)
+    assert [(r["topic"], r["broker"], r["likely_leader"], r["leader_evidence"]) for r in got] == [(t, b, *lead[t]) for t, _, _, b, *_ in rows]
 
 
 def _replica(topic: str, broker: int, last_epoch: int) -> dict:

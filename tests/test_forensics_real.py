@@ -15,8 +15,7 @@ import pytest
 from conftest import FOUND, REAL
 
 from analyzer.analyze import build
-from jobs.history.timeline import named_log_events, topic_names
-from jobs.replicas.epoch_lineage import logged_leaders
+from jobs.replicas.epoch_lineage import leadership_events, logged_leaders, topic_names
 from jobs.store.io import read_table
 
 SCENARIOS = ["clean-failover", "crash-only", "unclean-election-divergence-rejoined"]
@@ -263,10 +262,39 @@ def test_rejoined_leaders_from_the_broker_logs_alone(analyzed, spark):
     led = _history_leaders(_gt(name))
     analyzed(REAL, name)
     out = analyzed.outs[name]
-    me = read_table(spark, out, "metadata_events")
-    le = named_log_events(read_table(spark, out, "log_events"), topic_names(me))  # topic ids -> names only
+    meta, logs = leadership_events(read_table(spark, out, "metadata_events"), read_table(spark, out, "log_events"))
+    names = topic_names(meta.collect())  # topic ids -> names only
     got = {(r["topic"], r["partition"], r["leader_epoch"]): (r["leader"], r["leader_evidence"])
-           for r in logged_leaders(me.limit(0), le).collect() if r["topic"] == "ue"}
+           for r in logged_leaders([], logs.collect(), names) if r["topic"] == "ue"}
     # the collected logs end before epoch 4 was elected: they name the leaders of epochs 0 and 2
     assert got == {k: (v, "broker_log") for k, v in led.items() if k[2] in (0, 2)}
     assert got[("ue", 0, 2)] == (2, "broker_log")
+
+
+# Spark jobs the job tables of the real crash-only collection may take (each is a query's stage:
+# planning, code generation, scheduling, ~0.1 s whatever its rows). 47 before the lineage, its
+# logged leaders and the timeline's epoch rows were decided on the driver from collected rows.
+JOB_TABLE_JOBS = 38
+
+
+def test_job_tables_of_a_small_collection_take_few_spark_jobs(analyzed, spark):
+    """The fixed cost of the jobs phase (issue 35): the job tables of a 0.4 MB collection, counted
+    in Spark jobs (the status tracker's job ids; nothing else runs in the session meanwhile)."""
+    from jobs.findings.case import Case
+
+    analyzed(REAL, "crash-only")
+    out = analyzed.outs["crash-only"]
+    tracker = spark.sparkContext.statusTracker()
+
+    def next_job() -> int:
+        ids = tracker.getJobIdsForGroup(None)
+        return max(ids) + 1 if ids else 0
+
+    before = next_job()
+    case = Case.open(spark, out)  # (the timeline written here too: no pool)
+    try:
+        jobs = next_job() - before
+    finally:
+        case.close()
+    assert jobs <= JOB_TABLE_JOBS, f"{jobs} Spark jobs for the job tables of crash-only"
+    assert {r["kind"] for r in table(out, "offset_ranges")} == {"data"}

@@ -49,6 +49,8 @@ PARTITION_SCHEMA = T.StructType([T.StructField("topic", T.StringType()), T.Struc
 # Past this many replicas with unmatched batches, the records are not filtered by literal offset
 # windows (one predicate each; Spark plans and pushes down every one): the joins keep them exact.
 MAX_RECORD_WINDOWS = 256
+# (topic, partition, broker) rows: the replicas collected, for the timeline's node-level facts
+REPLICAS = T.StructType([*PARTITION_SCHEMA.fields, T.StructField("broker", T.IntegerType())])
 JOB_TABLES = ["replica_logs", "epoch_lineage", "offset_ranges", "metadata_events", "broker_events", "timeline", "findings", "restart_preview"]
 
 
@@ -148,16 +150,20 @@ class Case:
             stage("jobs: epoch lineage, offset ranges")
             ranges = beside.submit(lambda: self._written(offset_ranges.build(t, self.replica_logs), "offset_ranges"))
             broker = beside.submit(lambda: self._written(metadata.broker_events(t["metadata_records"]), "broker_events"))
-            self.epoch_lineage = self._written(epoch_lineage.build(t, self.replica_logs, self.logged_leaders), "epoch_lineage")
+            lineage = epoch_lineage.build(epoch_lineage.epoch_starts(t).collect(), self.replicas, self.logged_leaders)
+            self.epoch_lineage = self._written(local_frame(self.spark, lineage, epoch_lineage.SCHEMA).coalesce(1), "epoch_lineage")
             self.offset_ranges, broker_events = ranges.result(), broker.result()
 
         def write_timeline() -> None:
             stage("jobs: timeline")
-            tl = timeline.build(self.metadata_events, broker_events, self.epoch_lineage, self.log_events, t["consumer_offsets"],
-                                self.replica_logs.select("topic", "partition", "broker"),
+            epochs = local_frame(self.spark, timeline.epoch_starts(self.lineage), timeline.EPOCHS)
+            tl = timeline.build(self.metadata_events, broker_events, epochs, self.log_events, t["consumer_offsets"],
+                                local_frame(self.spark, list(dict.fromkeys((r["topic"], r["partition"], r["broker"]) for r in self.replicas)), REPLICAS),
                                 quorum=local_frame(self.spark, [tuple(r[c] for c in timeline.COLUMNS)
                                                                 for r in quorum.quorum_rows(self.metadata_log)], timeline.TIMELINE))
-            write_table(tl.orderBy("topic", "partition", F.col("time").asc_nulls_last(), "seq").coalesce(1), self.out, "timeline")
+            # (one sorted file: one shuffle into one partition, where orderBy sampled the rows first in a job of its own)
+            write_table(tl.repartition(1).sortWithinPartitions("topic", "partition", F.col("time").asc_nulls_last(), "seq"),
+                        self.out, "timeline")
 
         if pool is None:
             write_timeline()
@@ -185,7 +191,7 @@ class Case:
 
     def close(self) -> None:
         """Unpersist what this case cached (a session that goes on keeps no memory of it)."""
-        for df in (self.__dict__.get(n) for n in ("diffs", "batches", "not_everywhere", "ledger_records", "logged_leaders")):
+        for df in (self.__dict__.get(n) for n in ("diffs", "batches", "not_everywhere", "ledger_records")):
             if df is not None:
                 df.unpersist()
 
@@ -266,14 +272,21 @@ class Case:
         return [] if self.replicas_agree else compare.diff_ranges(self.diffs, self.replica_logs).collect()
 
     @once_property
-    def logged_leaders(self) -> DataFrame:
-        """The leaders the metadata log and the broker logs name, per epoch (``epoch_lineage.logged_leaders``)."""
-        return epoch_lineage.logged_leaders(self.metadata_events, self.log_events).cache()
-
-    @once_property
     def current(self) -> dict[tuple[str, int], LeaderEpoch]:
         """Per (topic, partition), the leader of the latest epoch the metadata log names a leader of."""
-        return epoch_lineage.current_leaders(self.logged_leaders.collect())
+        return epoch_lineage.current_leaders(self.logged_leaders)
+
+    @once_property
+    def logged_leaders(self) -> list[dict]:
+        """The leaders the metadata log and the broker logs name, one row per epoch
+        (``epoch_lineage.logged_leaders``): the lineage and ``current`` read them."""
+        return epoch_lineage.logged_leaders(*self.leadership_events)
+
+    @once_property
+    def leadership_events(self) -> tuple[list[Row], list[Row]]:
+        """``epoch_lineage.leadership_events``, collected (per event): who led, and the topic names."""
+        meta, logs = epoch_lineage.leadership_events(self.metadata_events, self.tables["log_events"])
+        return meta.collect(), logs.collect()
 
     @once_property
     def metadata_log(self) -> MetadataLogComparison:
@@ -298,8 +311,11 @@ class Case:
     # -- history ----------------------------------------------------------------------------
     @once_property
     def log_events(self) -> DataFrame:
-        """Broker log events with topic names resolved from the metadata log."""
-        return timeline.named_log_events(self.tables["log_events"], timeline.topic_names(self.metadata_events))
+        """Broker log events with topic names resolved from the metadata log (its topics' names,
+        from the rows collected for ``leadership_events``: one per topic, not an aggregate each time
+        a query reads the log events)."""
+        names = sorted((i, n) for i, ns in epoch_lineage.topic_names(self.leadership_events[0]).items() for n in ns)
+        return timeline.named_log_events(self.tables["log_events"], local_frame(self.spark, names, timeline.TOPIC_NAMES))
 
     @once_property
     def history(self) -> History:

@@ -307,8 +307,11 @@ def metadata_events(meta: DataFrame) -> DataFrame:
     ClearElrRecord names a topic (or none: every topic), not a topic id: it is replayed in the
     group of every topic id, which applies it when the name is its own (a few records, in 4.x only)."""
     recs = _records(meta, PARTITION_TYPES).where(F.col("topic_id").isNotNull())
-    clear = _records(meta, (CLEAR_ELR,)).drop("topic_id").crossJoin(recs.select("topic_id").distinct())
-    return recs.unionByName(clear).groupBy("topic_id").applyInPandas(gc_frozen(_replay), METADATA_EVENTS)
+    if meta.where((F.col("record_type") == CLEAR_ELR) & F.col("error").isNull()).select("offset").collect():  # (a few, 4.x only)
+        # (only then: the copies, the topic ids' distinct and the cross join are three Spark
+        # stages, where asking whether there is any is one scan)
+        recs = recs.unionByName(_records(meta, (CLEAR_ELR,)).drop("topic_id").crossJoin(recs.select("topic_id").distinct()))
+    return recs.groupBy("topic_id").applyInPandas(gc_frozen(_replay), METADATA_EVENTS)
 
 
 BROKER_EVENTS = from_arrow_schema(BROKER_EVENTS_SCHEMA)  # its columns: jobs.store.tables

@@ -15,6 +15,7 @@ not in the line).
 
 from __future__ import annotations
 
+import pyarrow as pa
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import from_arrow_schema
@@ -36,8 +37,8 @@ def _select(df: DataFrame, **cols) -> DataFrame:
                        for c in COLUMNS])
 
 
-def topic_names(meta_events: DataFrame) -> DataFrame:
-    return meta_events.where(F.col("topic").isNotNull()).select("topic_id", F.col("topic").alias("id_topic")).distinct()
+# (topic_id, id_topic): the names the metadata log gives topic ids (``epoch_lineage.topic_names``)
+TOPIC_NAMES = from_arrow_schema(pa.schema([("topic_id", pa.string()), ("id_topic", pa.string())]))
 
 
 def named_log_events(log_events: DataFrame, names: DataFrame) -> DataFrame:
@@ -46,9 +47,35 @@ def named_log_events(log_events: DataFrame, names: DataFrame) -> DataFrame:
     return j.withColumn("topic", F.coalesce("topic", "id_topic")).drop("id_topic")
 
 
-def build(meta_events: DataFrame, broker_events: DataFrame, lineage: DataFrame, log_events: DataFrame,
+EPOCHS = from_arrow_schema(pa.schema([  # one row per partition and leader epoch (``epoch_starts``)
+    ("topic", pa.string()), ("partition", pa.int32()), ("leader_epoch", pa.int32()), ("start", pa.int64()), ("ts", pa.int64()),
+    ("leader", pa.int32()), ("on", pa.list_(pa.int32())),
+]))
+
+
+def epoch_starts(lineage: list) -> list[tuple]:
+    """Per partition and leader epoch (rows of ``EPOCHS``), from the epoch_lineage rows (one per
+    epoch and replica, collected): where the epoch starts (its first batch, else its checkpoint
+    entry), its first timestamp, its leader and the brokers that hold it. Per epoch, so it is
+    folded on the driver from the rows the detectors collect anyway, not by a Spark aggregate
+    (a stage of its own for a few rows)."""
+    by: dict[tuple, list] = {}
+    for r in lineage:
+        by.setdefault((r["topic"], r["partition"], r["leader_epoch"]), []).append(r)
+    out = []
+    for key, rows in by.items():
+        starts = [r["batch_start_offset"] if r["batch_start_offset"] is not None else r["checkpoint_start_offset"] for r in rows]
+        ts = [r["first_timestamp"] for r in rows if r["first_timestamp"] is not None]
+        leader = next((r["likely_leader"] for r in rows if r["likely_leader"] is not None), None)
+        out.append((*key, min((v for v in starts if v is not None), default=None), min(ts, default=None), leader,
+                    sorted({r["broker"] for r in rows if r["broker"] is not None})))
+    return out
+
+
+def build(meta_events: DataFrame, broker_events: DataFrame, epochs: DataFrame, log_events: DataFrame,
           consumer: DataFrame, replicas: DataFrame, quorum: DataFrame | None = None) -> DataFrame:
-    """``replicas``: (topic, partition, broker) of every replica collected; ``quorum``: the
+    """``epochs``: ``EPOCHS`` rows (``epoch_starts``); ``replicas``: (topic, partition, broker) of every replica
+    collected, once each; ``quorum``: the
     controller quorum's rows of ``__cluster_metadata`` partition 0 (``jobs.history.quorum``), in TIMELINE's shape."""
     parts = [] if quorum is None else [quorum.select(*COLUMNS)]
     parts.append(_select(
@@ -58,14 +85,8 @@ def build(meta_events: DataFrame, broker_events: DataFrame, lineage: DataFrame, 
         severity=F.when(F.col("election") == "unclean", "error").when(F.col("election") == "offline", "warning"),
         detail=F.col("detail"), path=F.col("path"), position=F.col("batch_position"), seq=F.col("meta_offset"),
     ))
-    ep = lineage.groupBy("topic", "partition", "leader_epoch").agg(
-        F.min(F.coalesce("batch_start_offset", "checkpoint_start_offset")).alias("start"),
-        F.min("first_timestamp").alias("ts"),
-        F.first("likely_leader", ignorenulls=True).alias("leader"),
-        F.sort_array(F.collect_set("broker")).alias("on"),
-    )
     parts.append(_select(
-        ep, topic=F.col("topic"), partition=F.col("partition"),
+        epochs, topic=F.col("topic"), partition=F.col("partition"),
         time=F.when(F.col("ts") >= 0, F.timestamp_millis("ts")), source=F.lit("leader_epoch"), event=F.lit("epoch_start"),
         leader=F.col("leader"), leader_epoch=F.col("leader_epoch"), offset=F.col("start"),
         detail=F.concat(F.lit("leader epoch "), F.col("leader_epoch").cast("string"), F.lit(" starts at offset "),
@@ -75,15 +96,16 @@ def build(meta_events: DataFrame, broker_events: DataFrame, lineage: DataFrame, 
     ))
     le = log_events.where(F.col("event").isin(*PARTITION_LOG_EVENTS) & F.col("topic").isNotNull() & F.col("partition").isNotNull())
     parts.append(_log_rows(le))
-    # node-level facts, copied to each partition the node holds a replica of
-    reps = replicas.select("topic", "partition", F.col("broker").alias("node")).distinct()
+    # node-level facts, copied to each partition the node holds a replica of: the log lines and the
+    # metadata records as rows first, then one join for both
+    reps = replicas.select("topic", "partition", F.col("broker").alias("node"))
     nle = log_events.where(F.col("event").isin(*NODE_LOG_EVENTS)).withColumn("node", F.coalesce("node", "broker"))
-    parts.append(_log_rows(nle.drop("topic", "partition").join(reps, "node")))
-    nme = broker_events.where(F.col("event").isin(*NODE_META_EVENTS)).join(reps, "node")
-    parts.append(_select(
-        nme, topic=F.col("topic"), partition=F.col("partition"), time=F.col("time"), source=F.lit("metadata"), node=F.col("node"),
+    nme = broker_events.where(F.col("event").isin(*NODE_META_EVENTS))
+    node_rows = _log_rows(nle.withColumn("topic", F.lit(None)).withColumn("partition", F.lit(None))).unionByName(_select(
+        nme, time=F.col("time"), source=F.lit("metadata"), node=F.col("node"),
         event=F.col("event"), detail=F.col("detail"), path=F.col("path"), position=F.col("batch_position"), seq=F.col("meta_offset"),
     ))
+    parts.append(node_rows.drop("topic", "partition").join(reps, "node").select(*COLUMNS))
     last = consumer.where(F.col("record_type") == "offset_commit")
     last = last.groupBy("group", "topic", "partition").agg(
         F.max_by(F.struct("committed_offset", "commit_timestamp", "path", "offset", "broker", "tombstone"), "offset").alias("c")

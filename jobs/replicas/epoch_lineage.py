@@ -29,8 +29,9 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from pyspark.sql import DataFrame, Window
+from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
+from pyspark.sql import types as T
 
 from .replica_logs import REPLICA_KEY, live_segment_batches
 
@@ -47,21 +48,60 @@ class LeaderEpoch(NamedTuple):
     epoch: int
 
 
-def _one_leader(df: DataFrame, evidence: str) -> DataFrame:
+def _at_least_0(v: int | None) -> bool:
+    return v is not None and v >= 0
+
+
+def _one_leader(rows: list, evidence: str) -> list[dict]:
     """Per epoch, the leader the rows agree on; epochs whose rows name different leaders are left out."""
-    df = df.where(F.col("topic").isNotNull() & F.col("partition").isNotNull() & (F.col("leader") >= 0) & (F.col("leader_epoch") >= 0))
-    return df.groupBy(*EPOCH_KEY).agg(F.min("leader").alias("_lo"), F.max("leader").alias("_hi")).where(
-        F.col("_lo") == F.col("_hi")).select(*EPOCH_KEY, F.col("_lo").alias("leader"), F.lit(evidence).alias("leader_evidence"))
+    by: dict[tuple, set] = {}
+    for r in rows:
+        if r["topic"] is not None and r["partition"] is not None and _at_least_0(r["leader"]) and _at_least_0(r["leader_epoch"]):
+            by.setdefault((r["topic"], r["partition"], r["leader_epoch"]), set()).add(r["leader"])
+    return [{"topic": t, "partition": p, "leader_epoch": e, "leader": next(iter(leaders)), "leader_evidence": evidence}
+            for (t, p, e), leaders in by.items() if len(leaders) == 1]
 
 
-def logged_leaders(meta_events: DataFrame, log_events: DataFrame) -> DataFrame:
+def leadership_events(meta_events: DataFrame, log_events: DataFrame) -> tuple[DataFrame, DataFrame]:
+    """The rows ``logged_leaders`` reads: metadata events of named topics, and the raw log lines
+    that name a leader (``LEADERSHIP_LOG_EVENTS``, topic names not yet filled in). Per event, never
+    per record: collected, they are decided on the driver."""
+    meta = meta_events.where(F.col("topic").isNotNull()).select("topic", "topic_id", "partition", "meta_offset", "leader", "leader_epoch")
+    logs = log_events.where(F.col("event").isin(*LEADERSHIP_LOG_EVENTS)).select("topic", "topic_id", "partition", "leader_epoch", "leader")
+    return meta, logs
+
+
+def topic_names(meta: list) -> dict[str, set]:
+    """Per topic id, the names the collected metadata rows give it (one, but for a damaged log)."""
+    names: dict[str, set] = {}
+    for r in meta:
+        if r["topic_id"] is not None and r["topic"] is not None:
+            names.setdefault(r["topic_id"], set()).add(r["topic"])
+    return names
+
+
+def logged_leaders(meta: list, logs: list, names: dict[str, set] | None = None) -> list[dict]:
     """(topic, partition, leader_epoch, leader, leader_evidence) from the metadata log, else from the
-    broker and controller logs (``log_events`` with topic names filled from topic ids)."""
+    broker and controller logs, of the collected ``leadership_events``. A log line naming only its
+    topic id is named from the metadata log (``names``: ``topic_names(meta)`` unless given), as
+    ``jobs.history.timeline.named_log_events`` does.
+
+    Why on the driver: per epoch from rows per event, and in Spark these were five aggregates and
+    three joins (~8 Spark jobs whatever the rows)."""
     # a topic deleted and created again restarts its epochs: only its latest topic id counts
-    latest = meta_events.where(F.col("topic").isNotNull()).groupBy("topic").agg(F.max_by("topic_id", "meta_offset").alias("topic_id"))
-    meta = _one_leader(meta_events.join(latest, ["topic", "topic_id"]).select(*EPOCH_KEY, "leader"), "metadata_log")
-    logs = _one_leader(log_events.where(F.col("event").isin(*LEADERSHIP_LOG_EVENTS)).select(*EPOCH_KEY, "leader"), "broker_log")
-    return meta.unionByName(logs.join(meta.select(*EPOCH_KEY), EPOCH_KEY, "left_anti"))
+    latest: dict[str, tuple] = {}
+    names = topic_names(meta) if names is None else names
+    for r in meta:
+        if r["meta_offset"] is not None and (r["topic"] not in latest or r["meta_offset"] > latest[r["topic"]][0]):
+            latest[r["topic"]] = (r["meta_offset"], r["topic_id"])
+    by_meta = _one_leader([r for r in meta if r["topic_id"] is not None and latest.get(r["topic"], (0, None))[1] == r["topic_id"]],
+                          "metadata_log")
+    named = []
+    for r in logs:
+        for topic in [r["topic"]] if r["topic"] is not None else sorted(names.get(r["topic_id"], [None]), key=str):
+            named.append({"topic": topic, "partition": r["partition"], "leader_epoch": r["leader_epoch"], "leader": r["leader"]})
+    known = {(r["topic"], r["partition"], r["leader_epoch"]) for r in by_meta}
+    return by_meta + [r for r in _one_leader(named, "broker_log") if (r["topic"], r["partition"], r["leader_epoch"]) not in known]
 
 
 def current_leaders(logged: list) -> dict[tuple[str, int], LeaderEpoch]:
@@ -76,56 +116,97 @@ def current_leaders(logged: list) -> dict[tuple[str, int], LeaderEpoch]:
     return out
 
 
-def _evidence(start: str) -> F.Column:
+def _evidence(start: int | None, log_start: int) -> int | None:
     """A start offset that says where the epoch began on this replica (not one moved up to a trimmed log start)."""
-    return F.when((F.col(start) > F.col("_log_start")) | (F.col("_log_start") == 0), F.col(start))
+    return start if start is not None and (start > log_start or log_start == 0) else None
 
 
-def decide_leaders(lin: DataFrame) -> DataFrame:
-    """``lin`` (one row per epoch and replica, with ``_log_start``) plus ``likely_leader`` and
-    ``leader_evidence`` by steps 2 and 3 of the module doc."""
-    ep = Window.partitionBy(*EPOCH_KEY)
-    lin = lin.withColumn("_cp", _evidence("checkpoint_start_offset")).withColumn("_bs", _evidence("batch_start_offset"))
-    lin = lin.withColumn("_cp_min", F.min("_cp").over(ep))
-    lin = lin.withColumn("_start", F.coalesce(F.col("_cp_min"), F.min("_bs").over(ep)))
-    earliest = F.coalesce(F.col("_cp") == F.col("_cp_min"), F.lit(False))
-    tied = F.col("_cp_min").isNull() | earliest
-    lin = lin.withColumn("_earliest", earliest).withColumn("_at_start", tied & F.coalesce(F.col("_bs") == F.col("_start"), F.lit(False)))
-    lin = lin.withColumn("_n_earliest", F.sum(F.col("_earliest").cast("int")).over(ep)).withColumn(
-        "_n_at_start", F.sum(F.col("_at_start").cast("int")).over(ep))
-    by_checkpoint = F.max(F.when(F.col("_earliest") & (F.col("_n_earliest") == 1), F.col("broker"))).over(ep)
-    by_batch = F.max(F.when(F.col("_at_start") & (F.col("_n_at_start") == 1), F.col("broker"))).over(ep)
-    lin = lin.withColumn("_by_cp", by_checkpoint).withColumn("_by_batch", by_batch)
-    return lin.withColumn("likely_leader", F.coalesce("_by_cp", "_by_batch")).withColumn(
-        "leader_evidence", F.when(F.col("_by_cp").isNotNull(), F.lit("leader_epoch_checkpoint"))
-        .when(F.col("_by_batch").isNotNull(), F.lit("first_batch")))
+def decide_leaders(lin: list[dict]) -> list[dict]:
+    """``lin`` (one dict per epoch and replica, with ``_log_start``), each with ``likely_leader``
+    and ``leader_evidence`` set by steps 2 and 3 of the module doc. Rows of one epoch are decided
+    together (a null key groups with the other nulls, as Spark's window did)."""
+    by_epoch: dict[tuple, list[dict]] = {}
+    for r in lin:
+        r["_cp"], r["_bs"] = _evidence(r["checkpoint_start_offset"], r["_log_start"]), _evidence(r["batch_start_offset"], r["_log_start"])
+        by_epoch.setdefault(tuple(r[c] for c in EPOCH_KEY), []).append(r)
+    for rows in by_epoch.values():
+        cp_min = min((r["_cp"] for r in rows if r["_cp"] is not None), default=None)
+        start = cp_min if cp_min is not None else min((r["_bs"] for r in rows if r["_bs"] is not None), default=None)
+        earliest = [cp_min is not None and r["_cp"] == cp_min for r in rows]
+        # tied on the checkpoint (or none names the epoch), and holding the epoch's first batch at its start
+        at_start = [(cp_min is None or e) and start is not None and r["_bs"] == start for r, e in zip(rows, earliest, strict=True)]
+        by_cp = max((r["broker"] for r, e in zip(rows, earliest, strict=True) if e and r["broker"] is not None), default=None) \
+            if sum(earliest) == 1 else None
+        by_batch = max((r["broker"] for r, a in zip(rows, at_start, strict=True) if a and r["broker"] is not None), default=None) \
+            if sum(at_start) == 1 else None
+        leader = by_cp if by_cp is not None else by_batch
+        evidence = "leader_epoch_checkpoint" if by_cp is not None else "first_batch" if by_batch is not None else None
+        for r in rows:
+            r["likely_leader"], r["leader_evidence"] = leader, evidence
+    return lin
 
 
-def build(t: dict[str, DataFrame], replica_logs: DataFrame, logged: DataFrame | None = None) -> DataFrame:
-    """The lineage table. ``replica_logs`` gives each replica's log start; ``logged``
-    (``logged_leaders``) the leaders the metadata log and broker logs name, which win over the files."""
+def epoch_starts(t: dict[str, DataFrame]) -> DataFrame:
+    """Per replica and leader epoch: where its batches and its leader-epoch-checkpoint start the epoch.
+
+    Why one aggregate: the batches' epochs (``batch_runs``) and the checkpoint's were two
+    aggregates and a full outer join, a Spark stage each, a fixed cost that dwarfed a small
+    collection's rows. Here both kinds' rows are stacked and grouped once; a row with a null in
+    its key stays with its own kind (``_apart``), as it stayed unmatched in the join."""
     runs = live_segment_batches(t["batch_runs"]).where(F.col("partition_leader_epoch").isNotNull() & (F.col("partition_leader_epoch") >= 0))
-    from_batches = runs.groupBy(*REPLICA_KEY, F.col("partition_leader_epoch").alias("leader_epoch")).agg(
+    runs = runs.select(*REPLICA_KEY, F.col("partition_leader_epoch").alias("leader_epoch"), "first_offset", "last_offset", "record_count",
+                       "first_timestamp", "last_timestamp", F.lit("batches").alias("_kind"))
+    le = t["leader_epochs"].where(F.col("dir_state") == "live").select(
+        *REPLICA_KEY, F.col("epoch").alias("leader_epoch"), F.col("start_offset").alias("_cp_start"), F.lit("checkpoint").alias("_kind"))
+    rows = runs.unionByName(le, allowMissingColumns=True)
+    whole = F.lit(True)
+    for c in (*REPLICA_KEY, "leader_epoch"):
+        whole = whole & F.col(c).isNotNull()
+    return rows.groupBy(*REPLICA_KEY, "leader_epoch", F.when(~whole, F.col("_kind")).alias("_apart")).agg(
+        F.min("_cp_start").alias("checkpoint_start_offset"),
         F.min("first_offset").alias("batch_start_offset"),
         F.max("last_offset").alias("batch_end_offset"),
         F.sum("record_count").cast("long").alias("batch_records"),
         F.min("first_timestamp").alias("first_timestamp"),
         F.max("last_timestamp").alias("last_timestamp"),
-    )
-    le = t["leader_epochs"].where(F.col("dir_state") == "live")
-    from_checkpoint = le.groupBy(*REPLICA_KEY, F.col("epoch").alias("leader_epoch")).agg(
-        F.min("start_offset").alias("checkpoint_start_offset")
-    )
-    lin = from_checkpoint.join(from_batches, [*REPLICA_KEY, "leader_epoch"], "full_outer")
-    starts = replica_logs.select(*REPLICA_KEY, F.coalesce("log_start_offset", F.lit(0)).alias("_log_start"))
-    lin = decide_leaders(lin.join(starts, REPLICA_KEY, "left").fillna(0, ["_log_start"]))
-    if logged is not None:
-        lin = lin.join(logged.select(*EPOCH_KEY, F.col("leader").alias("_logged"), F.col("leader_evidence").alias("_logged_ev")),
-                       EPOCH_KEY, "left")
-        lin = lin.withColumn("likely_leader", F.coalesce("_logged", "likely_leader")).withColumn(
-            "leader_evidence", F.coalesce("_logged_ev", "leader_evidence"))
-    return lin.select(
-        "topic", "partition", "leader_epoch", "broker", "checkpoint_start_offset", "batch_start_offset", "batch_end_offset",
-        F.coalesce("batch_records", F.lit(0)).alias("batch_records"), "first_timestamp", "last_timestamp",
-        F.col("likely_leader").cast("int").alias("likely_leader"), "leader_evidence",
-    )
+    ).drop("_apart")
+
+
+# the table's Spark schema, as Spark wrote it when it computed the table (batch_records: coalesced, never null)
+SCHEMA = T.StructType([T.StructField(c, t, c != "batch_records") for c, t in (
+    ("topic", T.StringType()), ("partition", T.IntegerType()), ("leader_epoch", T.IntegerType()), ("broker", T.IntegerType()),
+    ("checkpoint_start_offset", T.LongType()), ("batch_start_offset", T.LongType()), ("batch_end_offset", T.LongType()),
+    ("batch_records", T.LongType()), ("first_timestamp", T.LongType()), ("last_timestamp", T.LongType()),
+    ("likely_leader", T.IntegerType()), ("leader_evidence", T.StringType()))])
+COLUMNS = ["topic", "partition", "leader_epoch", "broker", "checkpoint_start_offset", "batch_start_offset", "batch_end_offset",
+           "batch_records", "first_timestamp", "last_timestamp", "likely_leader", "leader_evidence"]
+
+
+def build(starts: list, replicas: list, logged: list = ()) -> list[tuple]:
+    """The lineage table's rows (tuples in ``COLUMNS`` order), decided on the driver from collected
+    rows: ``starts`` (``epoch_starts``: one per replica and epoch), ``replicas`` (replica_logs: each
+    replica's log start) and ``logged`` (``logged_leaders``: one per epoch, the leaders the metadata
+    log and broker logs name, which win over the files).
+
+    Why on the driver: the lineage is per replica and epoch (thousands of rows for thousands of
+    partitions, never per batch), and deciding it in Spark took a join to the log starts, five
+    window aggregates and a join to the logged leaders, ~14 Spark jobs of planning whatever the
+    rows. A replica's key matches its replica_logs rows as a join would (a null never matches;
+    a replica in two log dirs gives a row for each)."""
+    log_starts: dict[tuple, list[int]] = {}
+    for r in replicas:
+        log_starts.setdefault(tuple(r[c] for c in REPLICA_KEY), []).append(r["log_start_offset"] or 0)
+    lin = []
+    for s in starts:
+        key = tuple(s[c] for c in REPLICA_KEY)
+        for log_start in log_starts.get(key, [0]) if None not in key else [0]:
+            lin.append({**s.asDict(), "_log_start": log_start} if hasattr(s, "asDict") else {**s, "_log_start": log_start})
+    named = {tuple(r[c] for c in EPOCH_KEY): (r["leader"], r["leader_evidence"]) for r in logged}
+    out = []
+    for r in decide_leaders(lin):
+        leader, evidence = named.get(tuple(r[c] for c in EPOCH_KEY), (None, None))
+        r["likely_leader"] = r["likely_leader"] if leader is None else leader
+        r["leader_evidence"] = r["leader_evidence"] if evidence is None else evidence
+        r["batch_records"] = r["batch_records"] or 0
+        out.append(tuple(r[c] for c in COLUMNS))
+    return out
