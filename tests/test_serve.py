@@ -19,6 +19,9 @@ import pytest
 from conftest import REAL
 from test_catalog import BIN, _env, _run, readme_line
 
+from jobs.processes import pid_alive
+from jobs.session.signals import descendants
+
 README_BEELINE = "$(python -c 'import pyspark"
 SCENARIO = REAL / "unclean-election-divergence-rejoined"
 CLI = str(BIN / "kafka-forensics")
@@ -37,29 +40,6 @@ def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
-
-
-def _descendants(pid: int) -> list[int]:
-    parent = {}
-    for d in Path("/proc").glob("[0-9]*"):
-        try:
-            stat = (d / "stat").read_text()
-        except OSError:
-            continue
-        parent[int(d.name)] = int(stat[stat.rindex(")") + 2:].split()[1])
-    found, frontier = [], [pid]
-    while frontier:
-        frontier = [p for p, pp in parent.items() if pp in frontier]
-        found += frontier
-    return found
-
-
-def _alive(pid: int) -> bool:
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return False
-    return stat[stat.rindex(")") + 2:].split()[0] != "Z"
 
 
 def _table(stdout: str) -> list[list[str]]:
@@ -135,14 +115,14 @@ def test_second_server_on_the_same_dir_is_one_line(analyzed, server):
 
 
 def test_sigterm_stops_the_server_and_its_jvm(server):
-    jvms = [p for p in _descendants(server.proc.pid) if "java" in Path(f"/proc/{p}/cmdline").read_bytes().decode(errors="replace")]
+    jvms = [p for p in descendants(server.proc.pid) if "java" in Path(f"/proc/{p}/cmdline").read_bytes().decode(errors="replace")]
     assert jvms, "the server runs in a JVM below serve"
     server.proc.terminate()
     assert server.proc.wait(120) == 0
     deadline = time.monotonic() + 30
-    while any(_alive(p) for p in jvms) and time.monotonic() < deadline:
+    while any(pid_alive(p) for p in jvms) and time.monotonic() < deadline:
         time.sleep(0.2)
-    assert not any(_alive(p) for p in jvms)
+    assert not any(pid_alive(p) for p in jvms)
     with socket.socket() as s:
         assert s.connect_ex(("127.0.0.1", server.port)) != 0
     assert not any("Traceback" in line for line in server.stderr)

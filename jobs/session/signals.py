@@ -40,10 +40,10 @@ class Interrupted(BaseException):
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
 
-def _descendants() -> list[int]:
-    """Every process below this one: the JVM (or spark-submit still starting one) and, below the
-    JVM, pyspark's daemon and its Python workers, which since ingest writes from the tasks hold
-    open Parquet files in the staging dir."""
+def descendants(root: int | None = None) -> list[int]:
+    """Every process below ``root`` (this one by default): the JVM (or spark-submit still starting
+    one) and, below the JVM, pyspark's daemon and its Python workers, which since ingest writes
+    from the tasks hold open Parquet files in the staging dir."""
     parent: dict[int, int] = {}
     for d in Path("/proc").glob("[0-9]*"):
         try:
@@ -51,7 +51,7 @@ def _descendants() -> list[int]:
         except OSError:
             continue
         parent[int(d.name)] = int(stat[stat.rindex(")") + 2:].split()[1])
-    found, frontier = [], [os.getpid()]
+    found, frontier = [], [os.getpid() if root is None else root]
     while frontier:
         kids = [pid for pid, ppid in parent.items() if ppid in frontier]
         found += kids
@@ -72,7 +72,7 @@ def stop_jvm(timeout: float = 30) -> None:
     server = getattr(getattr(context, "_active_spark_context", None), "_accumulatorServer", None)
     if server is not None:  # its connection from the JVM ends with an EOFError that socketserver prints
         server.handle_error = lambda request, client_address: None
-    pids = set(_descendants()) | ({proc.pid} if proc is not None and proc.poll() is None else set())
+    pids = set(descendants()) | ({proc.pid} if proc is not None and proc.poll() is None else set())
     for pid in pids:
         with contextlib.suppress(ProcessLookupError):
             os.kill(pid, signal.SIGKILL)
