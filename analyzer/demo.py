@@ -48,9 +48,15 @@ def parser_summary(path: Path) -> dict:
     return {"brokers": len(brokers), "partitions": len(partitions), "files": files, "problems": dict(sorted(problems.items()))}
 
 
-def _finding_line(f: dict) -> str:
+def finding_line(f: dict) -> str:
+    """One expected finding as the demo lists it: where, which brokers, which offsets."""
     where = f"{f['topic']}-{f['partition']}" if f["topic"] is not None else "broker"
-    span = f" offsets {f['first_offset']}..{f['last_offset']}" if f["last_offset"] is not None else ""
+    if f["last_offset"] is not None:
+        span = f" offsets {f['first_offset']}..{f['last_offset']}"
+    elif f["first_offset"] is not None:  # a point, e.g. where an unclean leader's epoch starts
+        span = f" from offset {f['first_offset']}"
+    else:
+        span = ""
     if span and f["records"] is not None:  # a range without a count (e.g. leader_epoch_conflict) shows offsets only
         span += f" ({f['records']} records)"
     return f"    {f['severity']:<7} {f['kind']:<24} {where:<14} brokers {f['brokers']}{span}"
@@ -148,7 +154,7 @@ def _show(name: str, path: Path, truth: dict, stream: TextIO, counter: str = "")
     )
     print(f"  expected findings ({len(truth['expected_findings'])}):", file=stream)
     for f in truth["expected_findings"]:
-        print(_finding_line(f) + ("" if detectable(f) else "  [needs the event log]"), file=stream)
+        print(finding_line(f) + ("" if detectable(f) else "  [needs the event log]"), file=stream)
     if not truth["expected_findings"]:
         print("    none (negative control)", file=stream)
 

@@ -357,3 +357,16 @@ def test_demo_self_check_compares_the_surviving_log_and_salvage_brokers(generate
         out = io.StringIO()
         assert demo._compare(truth, doc, out) is ok, (label, out.getvalue())
         assert ("wrong brokers none" in out.getvalue()) is ok
+
+
+def test_the_demo_lists_an_expected_point_finding_with_its_offset():
+    """An unclean election's expected finding has a first offset (where the new leader's epoch
+    starts) and no last one: the demo's list showed no offset at all for it."""
+    from analyzer.demo import finding_line
+
+    point = {"severity": "error", "kind": "unclean_leader_election", "topic": "clicks", "partition": 0, "brokers": [2],
+             "first_offset": 120, "last_offset": None, "records": None}
+    assert finding_line(point).endswith("brokers [2] from offset 120")
+    span = point | {"kind": "acked_data_loss", "last_offset": 209, "records": 90}
+    assert finding_line(span).endswith("brokers [2] offsets 120..209 (90 records)")
+    assert finding_line(point | {"topic": None, "first_offset": None}).endswith("broker         brokers [2]")
