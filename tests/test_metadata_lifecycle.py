@@ -63,12 +63,17 @@ LIFE: list[tuple[str, list[bytes]]] = [
 ]
 
 
-def metadata_batches() -> list[BatchSpec]:
+def batches_of(life: list) -> list[BatchSpec]:
+    """One batch a step of ``life`` ((name, record values) pairs), a second apart."""
     out, offset = [], 0
-    for i, (_, values) in enumerate(LIFE):
+    for i, (_, values) in enumerate(life):
         out.append(BatchSpec(offset, tuple(Record(None, v, T0 + 1000 * i) for v in values), partition_leader_epoch=1))
         offset += len(values)
     return out
+
+
+def metadata_batches() -> list[BatchSpec]:
+    return batches_of(LIFE)
 
 
 def ingested(path: str, data: bytes) -> pa.Table:
@@ -201,11 +206,7 @@ ELR_LIFE: list[tuple[str, list[bytes]]] = [
 
 
 def elr_batches() -> list[BatchSpec]:
-    out, offset = [], 0
-    for i, (_, values) in enumerate(ELR_LIFE):
-        out.append(BatchSpec(offset, tuple(Record(None, v, T0 + 1000 * i) for v in values), partition_leader_epoch=1))
-        offset += len(values)
-    return out
+    return batches_of(ELR_LIFE)
 
 
 def test_the_elr_records_are_what_kafka_4_reads(kafka41_bin, tmp_path):
