@@ -387,13 +387,14 @@ def test_collect_notes_are_the_focus_of_their_analysis(tmp_path):
     import pyarrow as pa
 
     from analyzer.report.data import focus_text
-    from jobs.ingest.focus import Collected, Focus, collections
+    from jobs.ingest.discover import Root, collections
+    from jobs.ingest.focus import Collected, Focus
 
     for name, text in (("a", NOTES), ("b", NOTES.replace("--topic 'or*' --topic 'pay'\"'\"'s' --partition 0 --partition 2", "--topic 'orders'")),
                        ("c", NOTES.replace("focus: --topic", "focus: none (every partition, every segment) --topic"))):
         (tmp_path / name / f"kafka-forensics-h-node1-{name}").mkdir(parents=True)
         (tmp_path / name / f"kafka-forensics-h-node1-{name}" / "COLLECT.txt").write_text(text)
-    a, b = collections([(tmp_path / "a", "a.tar.gz"), (tmp_path / "b", ""), (tmp_path / "c", "c")])
+    a, b = collections([Root(tmp_path / "a", "a.tar.gz"), Root(tmp_path / "b", ""), Root(tmp_path / "c", "c")])
     assert (a.notes, a.topics, a.partitions, a.since, a.consumer_offsets) == (
         "a.tar.gz/kafka-forensics-h-node1-a/COLLECT.txt", ("or*", "pay's"), (0, 2), "2024-05-01T12:00:00.000Z", False)
     assert dict(a.left_out) == {"partitions": 1, "partition_files": 4, "partition_bytes": 100, "segments": 0, "segment_files": 0, "segment_bytes": 0}

@@ -600,8 +600,7 @@ def discover_inputs(inputs: list[Path | str], work_dir: Path, focus: Focus | Non
     found = discover(roots)
     require_log_dirs(found, roots)
     # (local roots, an archive unpacked to one among them, and folders on an object store)
-    collected = focus_mod.collections([(r.path, r.prefix) for r in roots if getattr(r, "tree", None) is None])
-    collected += store_collections([r for r in roots if getattr(r, "tree", None) is not None])
+    collected = collections(roots)
     if collected:
         focus = (focus or Focus()).within(collected)
     if focus is not None:
@@ -612,23 +611,36 @@ def discover_inputs(inputs: list[Path | str], work_dir: Path, focus: Focus | Non
     return found
 
 
-def store_collections(roots: list[Root]) -> list[focus_mod.Collected]:
-    """The focused collections among folders on an object store, as ``focus.collections`` finds
-    them among local ones: a COLLECT.txt in a root or one folder down (a bundle uploaded as
-    unpacked), read in one ranged GET. Without this, a focused bundle analyzed from the store
-    would read as a broker whose other partitions went missing."""
+def _scanned(tree: Tree, folder: Path | PurePosixPath) -> tuple[list[str], list[str]]:
+    """``tree.scan``, nothing for a folder that cannot be listed (discovery says so; the notes are
+    only looked for)."""
+    try:
+        return tree.scan(folder)
+    except OSError:
+        return [], []
+
+
+def collections(roots: list[Root]) -> list[focus_mod.Collected]:
+    """The focused collections among the input roots: a COLLECT.txt in a root or one folder down
+    (an archive unpacks to its one folder; a folder of unpacked ones; a bundle uploaded to a store
+    as unpacked), walked as discovery walks the root (links never followed) and read in one go (one
+    ranged GET on a store). Without this, a focused bundle would read as a broker whose other
+    partitions went missing."""
     out = []
     for root in roots:
         tree = root.listing
-        dirs, files = tree.scan(root.path)
+        dirs, files = _scanned(tree, root.path)
         notes = [root.path / focus_mod.NOTES] if focus_mod.NOTES in files else []
-        notes += [root.path / d / focus_mod.NOTES for d in dirs if focus_mod.NOTES in tree.scan(root.path / d)[1]]
+        notes += [root.path / d / focus_mod.NOTES for d in dirs if focus_mod.NOTES in _scanned(tree, root.path / d)[1]]
         for path in notes:
             st = tree.stat(path)
             if st is None or st.st_size > MAX_NOTES_BYTES:
                 continue
-            with stores.listed_bytes(tree.abs_path(path), st.st_size) as fb:
-                text = fb.data.decode("utf-8", errors="replace")
+            try:
+                with stores.listed_bytes(tree.abs_path(path), st.st_size) as fb:
+                    text = fb.data.decode("utf-8", errors="replace")
+            except OSError:
+                continue
             rel = path.relative_to(root.path).as_posix()
             if (found := focus_mod.read_notes(text, f"{root.prefix}/{rel}" if root.prefix else rel)) is not None:
                 out.append(found)

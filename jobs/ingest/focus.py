@@ -22,7 +22,6 @@ import re
 import shlex
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
-from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -82,27 +81,6 @@ def read_notes(text: str, notes: str) -> Collected | None:
     names = ("partitions", "partition_files", "partition_bytes", "segments", "segment_files", "segment_bytes")
     left = tuple(zip(names, map(int, m.groups()))) if m else ()
     return Collected(notes, tuple(topics), tuple(partitions), since, offsets, left)
-
-
-def collections(roots: list[tuple[Path, str]]) -> list[Collected]:
-    """The focused collections among input roots ((folder, name prefix) pairs): a COLLECT.txt in a
-    root or one folder down (an archive unpacks to its one folder; a folder of unpacked ones)."""
-    out = []
-    for path, prefix in roots:
-        if not isinstance(path, Path):
-            continue  # (not a local folder)
-        for notes in [path / NOTES, *sorted(path.glob(f"*/{NOTES}"))]:
-            try:
-                if not notes.is_file() or notes.is_symlink():
-                    continue
-                text = notes.read_text(encoding="utf-8", errors="replace")
-            except OSError:
-                continue
-            rel = notes.relative_to(path).as_posix()
-            found = read_notes(text, f"{prefix}/{rel}" if prefix else rel)
-            if found is not None:
-                out.append(found)
-    return out
 
 
 @dataclass(frozen=True)
