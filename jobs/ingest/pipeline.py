@@ -436,7 +436,9 @@ def ingest(spark: SparkSession, inputs: list[Path], work_dir: Path, payloads: bo
     group_bytes = group_bytes_for(total_bytes, cores)
     group_files = group_files_for(len(found.files), cores)
     if span_bytes is None and cores > 1:  # (on one core a split only adds tasks)
-        span_bytes = balanced_span_bytes(plan_tasks(found.files, group_bytes, None, group_files), cores)
+        span_bytes = span_bytes_for(total_bytes, cores)
+        if any(f.kind == "segment" and f.size >= max(group_bytes, 2 * SPAN_MIN_BYTES) for f in found.files):  # (else none splits)
+            span_bytes = balanced_span_bytes(plan_tasks(found.files, group_bytes, None, group_files), cores)
     tasks = plan_tasks(found.files, group_bytes, span_bytes, group_files)
     log.info("%d brokers, %d log dirs, %d files, %.1f MB in %d tasks", len(found.brokers),
              sum(len(b.log_dirs) for b in found.brokers), len(found.files), total_bytes / 1e6, len(tasks))
