@@ -12,7 +12,9 @@ ingest show, not its reading of bytes. Data: ``depth_bench.healthy`` (one partit
 
 What is timed, in CPU-seconds (user + system) since the machine is shared (wall time measures the
 other agents' load), every process pinned to one core (``taskset -c 0``), best of ``--repeat``:
-- ingest, steady state: one child process starts Spark (``local[1]``), ingests the small
+- ingest, steady state: one child process starts Spark (``local[1]``, its confs sized to the big
+  collection as ``kafka-forensics ingest`` sizes them: the JVM on C1 with the serial collector;
+  before 2026-11-27 the bench started it with Spark's defaults, C2 and G1), ingests the small
   collection (the Python worker's imports and numba kernels, the JVM's first classes: what item 5
   is about), then ingests the big one; the CPU of its whole process tree (driver, JVM, Python
   worker) across that second ingest, from /proc. That is what one core pays a byte once started.
@@ -86,7 +88,10 @@ def child_steady(warm: Path, big: Path, out: Path) -> None:
     except ImportError:  # (a checkout from before the session room: --before)
         from jobs.store.spark import get_session
 
-    spark = get_session("local[1]")
+    try:  # (sized to the big collection, as ``kafka-forensics ingest`` starts it: C1, serial GC, heap by input)
+        spark = get_session("local[1]", input_bytes=input_bytes(big))
+    except TypeError:  # (a checkout from before sized sessions: --before)
+        spark = get_session("local[1]")
     spark.range(1).count()
     ingest(spark, [warm], out / "warm", progress=False)
     c0 = tree_cpu(os.getpid())
@@ -98,6 +103,11 @@ def child_steady(warm: Path, big: Path, out: Path) -> None:
                       "marginal": {"cpu": (c2 - c1) - (c1 - c0), "bytes": res.bytes - small.bytes,
                                    "records": res.rows["records"] - small.rows["records"]}}))
     spark.stop()
+
+
+def input_bytes(root: Path) -> int:
+    """The bytes of every file under ``root``: what the CLI sizes its Spark session to."""
+    return sum(p.stat().st_size for p in root.rglob("*") if p.is_file())
 
 
 def child_tasks(big: Path, out: Path) -> None:
