@@ -37,6 +37,15 @@ Measured (issue 35, 2026-11-27, load average ~20-40 on 2 CPUs; 3 x 100 MB; kafka
     after     ingest, marginal        1.09      117.3     3.38
     after     ingest, steady          1.31       97.5     2.80   (0.8 CPU-s of it fixed a run: >= 3x from ~600 MB)
     after     task code alone         0.93      136.9     3.94
+Measured again (issue 35 items 5-6, 2026-11-27, load average ~36 on 2 CPUs, best of 2; the session
+now sized as the CLI sizes it, for both checkouts; kafka-dump-log 27.8 MB/s a CPU-s under that load):
+    checkout  what               us/record  MB/s/core  x kafka
+    before    ingest, marginal        1.44       88.6     3.19
+    before    ingest, steady          1.56       81.8     2.95
+    before    task code alone         1.20      106.5     3.83
+    after     ingest, marginal        1.27      100.4     3.61   (file columns as dictionaries: shaping.ENCODED)
+    after     ingest, steady          1.41       90.4     3.26
+    after     task code alone         1.09      116.8     4.21
 """
 
 from __future__ import annotations
