@@ -26,6 +26,12 @@ child process (its own JVM, as the CLI would), with ``local[1]`` then ``local[2]
   core, and on an empty segment (its JVM start): the steady-state MB/s per core of Kafka's reader
   against ours (``ingest MB/s`` of local[1]: wall minus our Spark start). Skipped with --no-kafka
   or without Java and ../shared/tools.
+With ``--schedule DIR`` (an existing collection, nothing generated): the tasks ``ingest`` plans for
+``local[1]`` and ``local[2]`` (spans as ``balanced_span_bytes`` picks them, and as a core's share
+did before), each run here and timed in CPU-seconds, and a Python worker's start (a fresh
+process's imports and numba kernels, as a worker's first task pays them): the speed-up
+``local[2]`` can reach with those tasks handed to two workers largest first. That is the ratio
+in CPU terms, for when the machine's load makes wall times meaningless.
 Nothing is asserted; on a shared machine the figures vary with the load (printed with them).
 """
 
@@ -52,7 +58,8 @@ def child(master: str, src: Path, out: Path, span_bytes: int | None = None) -> N
     from jobs.session.start import get_session
 
     t0 = time.monotonic()
-    spark = get_session(master)
+    size = sum(p.stat().st_size for p in src.rglob("*") if p.is_file())
+    spark = get_session(master, input_bytes=size)  # (sized as ``kafka-forensics ingest`` sizes it)
     spark.range(1).count()
     t_session = time.monotonic() - t0
     res = ingest(spark, [src], out, progress=False, span_bytes=span_bytes)
@@ -238,7 +245,17 @@ def main() -> None:
                     help="one broker, one partition, one segment (~600 MB; --quick ~50 MB): local[2] reading it whole "
                          "and in spans cut at its index's batch positions")
     ap.add_argument("--span-bytes", type=int, help=argparse.SUPPRESS)
+    ap.add_argument("--schedule", type=Path, metavar="DIR", help="per-task and per-worker CPU of DIR's tasks on 1 and 2 cores")
+    ap.add_argument("--worker-start", type=Path, help=argparse.SUPPRESS)
     args = ap.parse_args()
+    if args.worker_start or args.schedule:
+        sys.path.insert(0, str(REPO))
+    if args.worker_start:
+        worker_start(args.worker_start)
+        return
+    if args.schedule:
+        schedule(args.schedule)
+        return
     if args.child:
         child(args.child[0], Path(args.child[1]), Path(args.child[2]), args.span_bytes)
         return
@@ -297,6 +314,92 @@ def main() -> None:
               f"{theirs:.1f} MB/s steady; ours (local[1] minus Spark start) {ours_mb:.1f} MB/s: {ours_mb / theirs:.1f}x "
               f"(target >= 10x); whole process, ours local[1] {one['wall']:.1f} s for {one['bytes'] / 1e6:.0f} MB against "
               f"Kafka's {secs * one['bytes'] / size:.1f} s at its rate")
+
+
+def worker_start(src: Path) -> None:
+    """Child of ``schedule``: a fresh process imports what a Python worker's parse function imports
+    and runs ``src``'s smallest task of one segment (its first, cold: pandas through pyarrow's
+    first list, numba's kernels from their cache); prints its CPU-s and that task's number."""
+    import resource
+
+    from jobs.ingest import discover as disc
+    from jobs.ingest.pipeline import plan_tasks, read_task, task_results  # noqa: F401 (as the parse function)
+    from jobs.ingest.task_writer import write_task
+    from jobs.ingest.tasks import run_task
+    from parsers.common import keep_freed_memory
+
+    work = Path(tempfile.mkdtemp(prefix="kf-ingest-start-"))
+    try:
+        tasks = plan_tasks(disc.discover_inputs([src], work / "disc").files, 1)
+        task = min((t for t in tasks if t["files"][0]["kind"] == "segment"), key=lambda t: t["bytes"])
+        keep_freed_memory()
+        write_task(str(work / "t"), 0, 0, run_task(task["files"]))
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    r = resource.getrusage(resource.RUSAGE_SELF)
+    print(r.ru_utime + r.ru_stime, json.dumps(task["files"][0]["path"]))
+
+
+def schedule(src: Path) -> None:
+    """Per-task CPU of ``src``'s tasks as ingest plans them on one and two cores, and the speed-up
+    two workers reach with them (each worker first paying its start), before and after the
+    balanced spans."""
+    import resource
+
+    from jobs.ingest import discover as disc
+    from jobs.ingest import pipeline as P
+    from jobs.ingest.task_writer import write_task
+    from jobs.ingest.tasks import run_task
+    from parsers.common import keep_freed_memory
+
+    def cpu() -> float:
+        r = resource.getrusage(resource.RUSAGE_SELF)
+        return r.ru_utime + r.ru_stime
+
+    work = Path(tempfile.mkdtemp(prefix="kf-ingest-schedule-"))
+    try:
+        files = disc.discover_inputs([src], work / "disc").files
+        total = sum(f.size for f in files)
+        plans = {}
+        for label, cores in (("local[1]", 1), ("local[2], a core's share", 2), ("local[2], balanced", 2)):
+            gb, gf = P.group_bytes_for(total, cores), P.group_files_for(len(files), cores)
+            span = None if cores == 1 else P.span_bytes_for(total, cores)
+            if label.endswith("balanced"):
+                span = P.balanced_span_bytes(P.plan_tasks(files, gb, None, gf), cores)
+            plans[label] = (cores, P.plan_tasks(files, gb, span, gf))
+        cold = [subprocess.run([sys.executable, __file__, "--worker-start", str(src)], stdout=subprocess.PIPE, text=True,
+                               check=True, env={**os.environ, "PYTHONPATH": str(REPO)}).stdout.split(maxsplit=1) for _ in range(3)]
+        path = json.loads(cold[0][1])
+        keep_freed_memory()
+        whole = next(t for t in P.plan_tasks(files, 1) if t["files"][0]["path"] == path)
+        write_task(str(work / "warm"), 0, 0, run_task(whole["files"]))  # (this process's own start)
+        c = cpu()
+        write_task(str(work / "warm"), 1, 0, run_task(whole["files"]))
+        start = min(float(x[0]) for x in cold) - (cpu() - c)
+        ends = {}
+        print(f"load average {os.getloadavg()[0]:.1f}; a Python worker's start (imports, kernels): {start:.2f} CPU-s")
+        for label, (cores, tasks) in plans.items():
+            costs = []
+            for t in tasks:
+                c = cpu()
+                write_task(str(work / f"t{cores}"), t["task"], 0, run_task(t["files"], spans=[]))
+                costs.append(cpu() - c)
+            ends[label] = _busiest(costs, cores, start)
+            print(f"{label:<26} {len(tasks):>3} tasks, {sum(costs):6.2f} CPU-s of tasks ({min(costs):.2f}-{max(costs):.2f} each), "
+                  f"busiest worker {ends[label]:.2f} CPU-s")
+        for label in list(plans)[1:]:
+            print(f"speed-up local[1] -> {label}: {ends['local[1]'] / ends[label]:.2f}x (CPU-s of the busiest worker; "
+                  "Spark's own start and the driver left out)")
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def _busiest(costs: list[float], workers: int, start: float) -> float:
+    """CPU-s of the busiest of ``workers`` workers, each paying ``start`` first, taking ``costs`` in order."""
+    loads = [start] * workers
+    for c in costs:
+        loads[loads.index(min(loads))] += c
+    return max(loads)
 
 
 def one_segment(args) -> None:

@@ -12,7 +12,9 @@ ingest show, not its reading of bytes. Data: ``depth_bench.healthy`` (one partit
 
 What is timed, in CPU-seconds (user + system) since the machine is shared (wall time measures the
 other agents' load), every process pinned to one core (``taskset -c 0``), best of ``--repeat``:
-- ingest, steady state: one child process starts Spark (``local[1]``), ingests the small
+- ingest, steady state: one child process starts Spark (``local[1]``, its confs sized to the big
+  collection as ``kafka-forensics ingest`` sizes them: the JVM on C1 with the serial collector;
+  before 2026-11-27 the bench started it with Spark's defaults, C2 and G1), ingests the small
   collection (the Python worker's imports and numba kernels, the JVM's first classes: what item 5
   is about), then ingests the big one; the CPU of its whole process tree (driver, JVM, Python
   worker) across that second ingest, from /proc. That is what one core pays a byte once started.
@@ -35,6 +37,15 @@ Measured (issue 35, 2026-11-27, load average ~20-40 on 2 CPUs; 3 x 100 MB; kafka
     after     ingest, marginal        1.09      117.3     3.38
     after     ingest, steady          1.31       97.5     2.80   (0.8 CPU-s of it fixed a run: >= 3x from ~600 MB)
     after     task code alone         0.93      136.9     3.94
+Measured again (issue 35 items 5-6, 2026-11-27, load average ~36 on 2 CPUs, best of 2; the session
+now sized as the CLI sizes it, for both checkouts; kafka-dump-log 27.8 MB/s a CPU-s under that load):
+    checkout  what               us/record  MB/s/core  x kafka
+    before    ingest, marginal        1.44       88.6     3.19
+    before    ingest, steady          1.56       81.8     2.95
+    before    task code alone         1.20      106.5     3.83
+    after     ingest, marginal        1.27      100.4     3.61   (file columns as dictionaries: shaping.ENCODED)
+    after     ingest, steady          1.41       90.4     3.26
+    after     task code alone         1.09      116.8     4.21
 """
 
 from __future__ import annotations
@@ -86,7 +97,10 @@ def child_steady(warm: Path, big: Path, out: Path) -> None:
     except ImportError:  # (a checkout from before the session room: --before)
         from jobs.store.spark import get_session
 
-    spark = get_session("local[1]")
+    try:  # (sized to the big collection, as ``kafka-forensics ingest`` starts it: C1, serial GC, heap by input)
+        spark = get_session("local[1]", input_bytes=input_bytes(big))
+    except TypeError:  # (a checkout from before sized sessions: --before)
+        spark = get_session("local[1]")
     spark.range(1).count()
     ingest(spark, [warm], out / "warm", progress=False)
     c0 = tree_cpu(os.getpid())
@@ -98,6 +112,11 @@ def child_steady(warm: Path, big: Path, out: Path) -> None:
                       "marginal": {"cpu": (c2 - c1) - (c1 - c0), "bytes": res.bytes - small.bytes,
                                    "records": res.rows["records"] - small.rows["records"]}}))
     spark.stop()
+
+
+def input_bytes(root: Path) -> int:
+    """The bytes of every file under ``root``: what the CLI sizes its Spark session to."""
+    return sum(p.stat().st_size for p in root.rglob("*") if p.is_file())
 
 
 def child_tasks(big: Path, out: Path) -> None:

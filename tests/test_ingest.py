@@ -230,3 +230,30 @@ def test_a_task_of_many_small_files_starts_before_a_bigger_file():
                     8 << 20, 0, None)
     tasks = plan_tasks([*small, big], 1 << 20, group_files=4096)
     assert [len(t["files"]) for t in tasks] == [3000, 1]
+
+
+def test_a_few_big_segments_are_split_so_both_cores_work_to_the_end():
+    """One partition's three 100 MB replicas were three tasks on two cores: one core read two
+    segments while the other read one and then sat idle (at best 1.5x one core). The span size
+    shrinks until the tasks, taken largest first by the first free core, end together; a
+    collection of many segments is balanced whole (none split: each span is a Python task more),
+    and a lone big segment is still spread over both cores."""
+    from jobs.ingest.pipeline import BALANCE, balanced_span_bytes, makespan, span_bytes_for
+
+    def segment(size: int) -> dict:
+        return {"bytes": size, "files": [{"kind": "segment", "size": size, "span_start": None}]}
+
+    def end(whole: list[dict], span: int, cores: int = 2) -> float:
+        """The makespan of ``whole`` read in spans of ``span`` (each piece a task), over an even share."""
+        pieces = sorted((s["bytes"] // n for s in whole for n in [-(-s["bytes"] // span) if s["bytes"] >= 2 * span else 1]
+                         for _ in range(n)), reverse=True)
+        return makespan(pieces, cores) / (sum(pieces) / cores)
+
+    three = [segment(100_000_000) for _ in range(3)]
+    span = balanced_span_bytes(three, 2)
+    assert 2 * span <= 100_000_000 and end(three, span) <= BALANCE  # split
+    assert end(three, span_bytes_for(300_000_000, 2)) >= 1.3  # (what a core's share gave: no split)
+    many = [segment(100_000_000) for _ in range(24)]
+    assert balanced_span_bytes(many, 2) > 50_000_000  # none split
+    assert (1 << 30) // 8 <= balanced_span_bytes([segment(1 << 30)], 2) <= span_bytes_for(1 << 30, 2)  # 4-8 spans
+    assert balanced_span_bytes(three, 1) == span_bytes_for(300_000_000, 1)

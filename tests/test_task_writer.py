@@ -159,3 +159,33 @@ def test_rising_columns_are_delta_encoded_and_read_back(spark, tmp_path):
     got = sorted(tuple(r) for r in df.select("offset", "batch_position", "position", "timestamp_ms", "timestamp").collect())
     assert [g[:4] for g in got] == [(i, i // 10 * 1200, None if i % 7 == 0 else i * 120, ms[i]) for i in range(n)]
     assert [int(g[4].timestamp() * 1000) for g in got] == ms
+
+
+def test_file_columns_are_dictionaries_and_read_back_as_strings(spark, tmp_path):
+    """A record's or batch's file columns (``log_dir``, ``dir_state``, ``path``) hold one value a
+    file: shaped as Arrow dictionaries (``shaping.ENCODED``), so Parquet writes their indices
+    instead of hashing every row's string to find its dictionary entry. What reads the files
+    back, pyarrow or Spark, sees the table's schema: plain strings, the same values, nulls kept."""
+    from jobs.ingest.shaping import Piece, conform_all
+
+    def raw(first: int, n: int) -> pa.Table:
+        return pa.table({"offset": pa.array(range(first, first + n), pa.int64())})
+
+    files = [{**file_of("plain"), "path": f"d/t-0/{i}.log", "dir_state": None if i == 1 else "live"} for i in range(3)]
+    shaped = conform_all([Piece("records", raw(0, 4), files[0]), Piece("records", raw(4, 3), files[1]),
+                          Piece("records", raw(7, 2), files[0])])
+    alone = conform(raw(9, 5), "records", files[2])
+    for table in (shaped, alone):
+        assert all(pa.types.is_dictionary(table.schema.field(c).type) for c in ("log_dir", "dir_state", "path"))
+    write_task(tmp_path, 0, 0, [("records", shaped), ("records", alone)])
+    (path,) = (tmp_path / "records").rglob("part-*.parquet")
+    expected = schema_of("records").remove(schema_of("records").get_field_index("topic"))
+    back = pq.read_table(path)
+    assert back.schema.equals(expected)
+    paths = ["d/t-0/0.log"] * 4 + ["d/t-0/1.log"] * 3 + ["d/t-0/0.log"] * 2 + ["d/t-0/2.log"] * 5
+    states = ["live"] * 4 + [None] * 3 + ["live"] * 7
+    assert back.select(["offset", "path", "dir_state", "log_dir"]).to_pylist() == [
+        {"offset": i, "path": p, "dir_state": s, "log_dir": "d"} for i, (p, s) in enumerate(zip(paths, states))]
+    df = spark.read.parquet(str(tmp_path / "records"))
+    assert dict(df.dtypes)["path"] == "string"
+    assert sorted(tuple(r) for r in df.select("offset", "path", "dir_state").collect()) == list(zip(range(14), paths, states))

@@ -21,6 +21,7 @@ Flow (all heavy work on executors, nothing parsed comes back to the driver):
 
 from __future__ import annotations
 
+import heapq
 import logging
 import os
 import shutil
@@ -65,6 +66,11 @@ SPAN_MIN_BYTES = 16 << 20  # a span of a split segment: never smaller (each task
 # times the speed of parsing (SHA-256 ~1.9 GB/s, parsing ~200 MB/s a core): its task is ordered
 # as if it were that much bigger, so that it starts first
 HASH_SHARE = 8
+# a Python task costs about as much to start as parsing this many bytes (~0.05-0.1 s against
+# ~100 MB/s a core on small batches; docs/design.md): what a span more costs in balancing
+TASK_COST_BYTES = 8 << 20
+# the tasks are balanced when the core that ends last ends within this factor of an even share
+BALANCE = 1.05
 
 # a task's files are discover.FileEntry rows (its fields, in order: Kafka's int32s broker and
 # partition as int32) with the span of a split segment they read
@@ -113,11 +119,66 @@ def group_files_for(files: int, parallelism: int) -> int:
 
 
 def span_bytes_for(total_bytes: int, cores: int) -> int:
-    """The size of a split segment's spans: two per core of the whole input. A segment is split
-    only when it alone is more than a core's share (twice this), so a collection of many
-    segments is not split at all, and a lone big one is spread over every core (fewer, bigger
-    spans start fewer Python tasks: measured in docs/design.md)."""
+    """The size of a split segment's spans at the least: two per core of the whole input. A
+    segment is split only when it alone is more than a core's share (twice this), so a collection
+    of many segments is not split at all, and a lone big one is spread over every core (fewer,
+    bigger spans start fewer Python tasks: measured in docs/design.md). ``balanced_span_bytes``
+    makes them smaller where a few big segments would leave a core idle at the end."""
     return max(SPAN_MIN_BYTES, total_bytes // (2 * cores))
+
+
+def makespan(costs: list[int], cores: int) -> int:
+    """When the last of ``cores`` would finish ``costs``, each task taken in this order by the
+    first free core: how Spark's local scheduler hands out a stage's tasks (in partition order,
+    ours largest first)."""
+    loads = [0] * max(1, cores)
+    for c in costs:
+        heapq.heapreplace(loads, loads[0] + c)
+    return max(loads)
+
+
+def task_cost(t: dict) -> int:
+    """A task's work in bytes, for ordering: its bytes, ``FILE_COST_BYTES`` a file, and the
+    whole-file hash of a split segment's first span."""
+    return (t["bytes"] + FILE_COST_BYTES * len(t["files"])
+            + sum(f["size"] // HASH_SHARE for f in t["files"] if f["span_start"] == 0))
+
+
+def balanced_span_bytes(whole: list[dict], cores: int) -> int:
+    """The span size that keeps every core busy to the end, for ``whole``: the tasks of whole
+    files (``plan_tasks`` without spans).
+
+    Why: a segment a task of its own runs on one core, and a few of them leave the other cores
+    idle while the last runs: one partition's three 100 MB replicas were three tasks on two cores,
+    one core reading two of them and the other one (at best 1.5x one core, where the issue asks
+    1.8x). Spans of a core's share (``span_bytes_for``) split only a segment bigger than twice
+    that; here the span shrinks (a third, a quarter... of a core's share, never under
+    ``SPAN_MIN_BYTES``) until the tasks, taken largest first by the first free core, end within
+    ``BALANCE`` of one another's share, or no smaller span would do better: a collection of many
+    segments balances with none split, and every span more costs a Python task's start."""
+    total = sum(t["bytes"] for t in whole)
+    if cores < 2 or not total:
+        return span_bytes_for(total, cores)
+    best = None
+    for share in range(2, 17):
+        span = max(SPAN_MIN_BYTES, total // (share * cores))
+        costs = []  # (every whole file is hashed as it is read: a split moves that to its first span)
+        for t in whole:
+            f = t["files"][0]
+            hashing = sum(g["size"] // HASH_SHARE for g in t["files"])
+            if len(t["files"]) == 1 and f["kind"] == "segment" and f["size"] >= 2 * span:
+                pieces = -(-f["size"] // span)
+                costs += [f["size"] // pieces + FILE_COST_BYTES + TASK_COST_BYTES] * pieces
+                costs[-pieces] += hashing
+            else:
+                costs.append(task_cost(t) + hashing + TASK_COST_BYTES)
+        costs.sort(reverse=True)
+        end = makespan(costs, cores)
+        if best is None or end < best[0]:
+            best = (end, span)
+        if end <= sum(costs) / cores * BALANCE or span == SPAN_MIN_BYTES:
+            break
+    return best[1]
 
 
 def span_cuts(index: bytes, size: int, spans: int) -> list[int]:
@@ -202,8 +263,7 @@ def plan_tasks(files: list[disc.FileEntry], group_bytes: int = GROUP_BYTES, span
         current.append(row)
         current_bytes += f.size
     close()
-    tasks.sort(key=lambda t: -t["bytes"] - FILE_COST_BYTES * len(t["files"])
-               - sum(f["size"] // HASH_SHARE for f in t["files"] if f["span_start"] == 0))
+    tasks.sort(key=lambda t: -task_cost(t))  # (largest first: the long ones start early)
     for i, t in enumerate(tasks):
         t["task"] = i
     return tasks
@@ -361,7 +421,7 @@ def ingest(spark: SparkSession, inputs: list[Path], work_dir: Path, payloads: bo
     (the catalog is registered after the swap, see catalog.py). ``found``: what
     ``discover_inputs(inputs, work_dir, focus)`` already returned (it is run here otherwise).
     ``focus``: only its partitions' files are parsed, and only its partitions' rows are kept.
-    ``span_bytes``: the size of a split segment's spans (``span_bytes_for`` by default, and no
+    ``span_bytes``: the size of a split segment's spans (``balanced_span_bytes`` by default, and no
     split on one core).
     """
     from jobs.ingest.progress import Progress
@@ -374,9 +434,12 @@ def ingest(spark: SparkSession, inputs: list[Path], work_dir: Path, payloads: bo
     total_bytes = sum(f.size for f in found.files)
     cores = parallelism(spark)
     group_bytes = group_bytes_for(total_bytes, cores)
+    group_files = group_files_for(len(found.files), cores)
     if span_bytes is None and cores > 1:  # (on one core a split only adds tasks)
         span_bytes = span_bytes_for(total_bytes, cores)
-    tasks = plan_tasks(found.files, group_bytes, span_bytes, group_files_for(len(found.files), cores))
+        if any(f.kind == "segment" and f.size >= max(group_bytes, 2 * SPAN_MIN_BYTES) for f in found.files):  # (else none splits)
+            span_bytes = balanced_span_bytes(plan_tasks(found.files, group_bytes, None, group_files), cores)
+    tasks = plan_tasks(found.files, group_bytes, span_bytes, group_files)
     log.info("%d brokers, %d log dirs, %d files, %.1f MB in %d tasks", len(found.brokers),
              sum(len(b.log_dirs) for b in found.brokers), len(found.files), total_bytes / 1e6, len(tasks))
     seconds = {"discover": found.seconds + time.monotonic() - t0}

@@ -38,19 +38,61 @@ OWN_COLUMNS: dict[str, set[str]] = {
 }
 
 
+# The file's own text columns of the tables with a row per batch or record: one value a file, so
+# written as Arrow dictionaries (one value, an int32 index a row). Why: as plain strings, Parquet's
+# dictionary encoder hashed every row's value to find the one it had already seen (~20 ns a row
+# each, a tenth of the records table's write on 1.2 KiB batches); given the dictionary, it writes
+# the indices as they are. The Parquet bytes are the same encoding (a dictionary page, then
+# run-length indices) and read back as the same string column, in Spark and in pyarrow
+# (``task_writer`` leaves the Arrow schema out of those files). ``topic`` and ``partition`` stay
+# plain: the focus and the Hive folders filter on them.
+ENCODED: dict[str, tuple[str, ...]] = {name: ("log_dir", "dir_state", "path") for name in ("records", "batches")}
+_DICTIONARY = pa.dictionary(pa.int32(), pa.string())
+
+
+@cache
+def written_schema(name: str, payloads: bool = False) -> pa.Schema:
+    """Table ``name``'s schema as a task shapes and writes it: ``schema_of``, with the ``ENCODED``
+    columns Arrow dictionaries of their string values."""
+    schema = schema_of(name, payloads)
+    for column in ENCODED.get(name, ()):
+        i = schema.get_field_index(column)
+        schema = schema.set(i, schema.field(i).with_type(_DICTIONARY))
+    return schema
+
+
 _scalars_of: tuple = (None, {})  # the last file's (values, {column: pa.scalar}): its pieces come in a row
 
 
-def _common(n: int, f: dict, names: Iterable[str] = ("broker", "log_dir", "topic", "partition", "dir_state", "path")) -> dict:
+def _common(n: int, f: dict, names: Iterable[str] = ("broker", "log_dir", "topic", "partition", "dir_state", "path"),
+            encoded: Iterable[str] = ()) -> dict:
     """The file's own columns, one value repeated on every row (``pa.repeat``: a Python list of
-    ``n`` copies cost ~170 ns a row per column, a seventh of a segment's whole ingest)."""
+    ``n`` copies cost ~170 ns a row per column, a seventh of a segment's whole ingest); those
+    ``encoded`` as a dictionary of that one value and ``n`` zero indices."""
     global _scalars_of
     values = tuple(f[c.name] for c in COMMON)
     known, scalars = _scalars_of  # (one tuple, swapped whole: threads never see half of one)
     if known != values:
         scalars = {c.name: pa.scalar(v, c.type) for c, v in zip(COMMON, values)}
         _scalars_of = (values, scalars)
-    return {c.name: pa.repeat(scalars[c.name], n) for c in COMMON if c.name in names}
+    cols = {c.name: pa.repeat(scalars[c.name], n) for c in COMMON if c.name in names and c.name not in encoded}
+    for name in encoded:
+        cols[name] = _one_value(f[name], n)
+    return cols
+
+
+def _one_value(value: str | None, n: int) -> pa.DictionaryArray:
+    """``n`` rows of ``value`` as a dictionary array (a null value: null indices, no entry)."""
+    if value is None:
+        return pa.DictionaryArray.from_arrays(pa.nulls(n, pa.int32()), pa.array([], pa.string()))
+    return pa.DictionaryArray.from_arrays(pa.array(np.zeros(n, np.int32)), pa.array([value], pa.string()))
+
+
+def _spread(values: list, which: pa.Array) -> pa.DictionaryArray:
+    """Per-piece ``values`` spread over the rows (``which``: a row's piece) as a dictionary array
+    of the distinct values (the Parquet writer needs each value once in a dictionary)."""
+    encoded = pa.array(values, pa.string()).dictionary_encode()
+    return pa.DictionaryArray.from_arrays(encoded.indices.take(which), encoded.dictionary)
 
 
 _COMMON_NAMES = frozenset(c.name for c in COMMON)
@@ -58,10 +100,10 @@ _COMMON_NAMES = frozenset(c.name for c in COMMON)
 
 @cache
 def _layout(name: str, payloads: bool) -> tuple[pa.Schema, frozenset[str]]:
-    """Table ``name``'s schema and which of its columns are the file's own (``COMMON`` less the
-    entry's ``OWN_COLUMNS``). Worked out once: ``conform`` runs for every run of pieces, and for
-    every piece of a file read alone (~100 µs a call when it rebuilt both)."""
-    schema = schema_of(name, payloads)
+    """Table ``name``'s schema as written (``written_schema``) and which of its columns are the
+    file's own (``COMMON`` less the entry's ``OWN_COLUMNS``). Worked out once: ``conform`` runs for
+    every run of pieces, and for every piece of a file read alone (~100 µs a call when it rebuilt both)."""
+    schema = written_schema(name, payloads)
     return schema, frozenset(c.name for c in schema if c.name in _COMMON_NAMES - OWN_COLUMNS.get(name, set()))
 
 
@@ -85,7 +127,7 @@ def conform(table: pa.Table, name: str, f: dict, payloads: bool = False, **extra
     input root, columns in the schema's order (missing ones null)."""
     schema, common = _layout(name, payloads)
     n = table.num_rows
-    cols = _common(n, f, common)
+    cols = _common(n, f, common, ENCODED.get(name, ()))
     for key, value in extra.items():
         cols[key] = pa.repeat(pa.scalar(value, schema.field(key).type), n)
     return _assemble(table, schema, cols)
@@ -105,7 +147,12 @@ def conform_run(pieces: list[Piece], payloads: bool = False) -> pa.Table:
         raw = first.finish(raw)
     counts = np.fromiter((p.raw.num_rows for p in pieces), np.int64, len(pieces))
     which = pa.array(np.repeat(np.arange(len(pieces), dtype=np.int32), counts))
-    cols = {c.name: pa.array([p.f[c.name] for p in pieces], c.type).take(which) for c in COMMON if c.name in common}
+    encoded = ENCODED.get(first.name, ())
+    cols = {}
+    for c in COMMON:
+        if c.name in common:
+            values = [p.f[c.name] for p in pieces]
+            cols[c.name] = _spread(values, which) if c.name in encoded else pa.array(values, c.type).take(which)
     for key in first.extra:
         cols[key] = pa.array([p.extra[key] for p in pieces], schema.field(key).type).take(which)
     return _assemble(raw, schema, cols)

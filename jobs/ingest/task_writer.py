@@ -30,7 +30,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from jobs.store.tables import PARTITION_BY, schema_of
+from jobs.ingest.shaping import written_schema
+from jobs.store.tables import PARTITION_BY
 from parsers.common import empty_table
 
 DEFAULT_PARTITION = "__HIVE_DEFAULT_PARTITION__"
@@ -143,7 +144,10 @@ class TaskWriter:
             where.mkdir(parents=True, exist_ok=True)
             final = where / f"part-{self.task:05d}.parquet"
             temp = where / f".{final.name}.{self.attempt}{TEMP_SUFFIX}"
-            self.writers[key] = (pq.ParquetWriter(temp, schema, **writer_options(schema, name)), temp, final)
+            # (a dictionary column's Arrow type stays out of the file: it reads back as its plain
+            # values' type, as the table's schema says; shaping.ENCODED)
+            plain = not any(pa.types.is_dictionary(t) for t in schema.types)
+            self.writers[key] = (pq.ParquetWriter(temp, schema, store_schema=plain, **writer_options(schema, name)), temp, final)
         return self.writers[key][0]
 
     def write(self, name: str, table: pa.Table) -> None:
@@ -151,7 +155,7 @@ class TaskWriter:
         if not table.num_rows:
             return
         t = time.perf_counter()
-        schema = schema_of(name, self.payloads)
+        schema = written_schema(name, self.payloads)
         if not table.schema.equals(schema):
             table = table.cast(schema)
         columns = PARTITION_BY.get(name, [])
