@@ -164,17 +164,23 @@ HEAVY_FILES = {
     "test_forensics_real.py": 40,
     "test_metadata_lifecycle.py": 40,
     "test_segment_real.py": 40,
-    "test_docs_cli.py": 30,
     "test_fuzz_differential.py": 20,  # (a single test)
     "test_replica_logs.py": 10,  # (a single test)
 }
 
 
+JVM_FIXTURES = {"spark", "dump_log", "dump_logs", "kafka41_bin"}
+
+
 def pytest_collection_modifyitems(config, items):
-    """The heavy files first, longest first; the others as xdist orders them (most tests first)."""
+    """The heavy files first, longest first; then the other files that start a JVM (a Spark session
+    or kafka-dump-log: seconds each), then the rest, each group as xdist orders it (most tests first)."""
     if not os.environ.get("PYTEST_XDIST_WORKER"):
         return  # (one process: the order does not change the run's length)
     tests_in: dict[str, int] = {}
+    jvm: set[str] = set()
     for item in items:
         tests_in[item.path.name] = tests_in.get(item.path.name, 0) + 1
-    items.sort(key=lambda item: (-HEAVY_FILES.get(item.path.name, 0), -tests_in[item.path.name]))
+        if JVM_FIXTURES & set(getattr(item, "fixturenames", ())):
+            jvm.add(item.path.name)
+    items.sort(key=lambda item: (-HEAVY_FILES.get(item.path.name, 0), item.path.name not in jvm, -tests_in[item.path.name]))
