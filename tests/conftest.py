@@ -129,13 +129,13 @@ def spark():
     session.stop()
 
 
-
 # xdist's loadfile hands out whole files in queue order, and the file handed out last runs alone to
 # its end while the other workers idle. Its own queue puts the files with the most tests first, which
 # put the few long tests that start servers, clusters and whole analyses (one to six tests a file)
-# last. The files known to take longest go first here, longest first, and the rest after them in
-# xdist's own order (most tests first; pyproject's --no-loadscope-reorder keeps the order made here).
-# Seconds: a file's wall time in one worker on the 2-core CI machine, roughly; only the order matters.
+# last. The files known to take longest go first here, longest first, then the rest (see
+# pytest_collection_modifyitems; pyproject's --no-loadscope-reorder keeps the order made here).
+# Seconds: a file's wall time in one worker on a quiet 2-core machine, estimated (CI rehearsals' slowest
+# tests, single-file runs); only the order matters, so a rough figure does.
 HEAVY_FILES = {
     "test_atomic_outputs.py": 540,  # ~16 analyze runs, each SIGKILLed or stopped at a point or run whole
     "test_forensics_scenarios.py": 300,  # every demo scenario analyzed

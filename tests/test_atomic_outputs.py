@@ -98,7 +98,7 @@ def session_members(sid: int) -> list[tuple[int, str]]:
 def no_orphans(sid: int, grace: float = 20) -> list[tuple[int, str]]:
     deadline = time.monotonic() + grace
     while (left := session_members(sid)) and time.monotonic() < deadline:
-        time.sleep(0.5)
+        time.sleep(0.1)
     return left
 
 
