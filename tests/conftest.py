@@ -127,3 +127,60 @@ def spark():
     session = get_session("local[2]", shuffle_partitions=2, app="kafka-forensics-tests", input_bytes=TINY_INPUT)
     yield session
     session.stop()
+
+
+# xdist's loadfile hands out whole files in queue order, and the file handed out last runs alone to
+# its end while the other workers idle. Its own queue puts the files with the most tests first, which
+# put the few long tests that start servers, clusters and whole analyses (one to six tests a file)
+# last. The files known to take longest go first here, longest first, then the rest (see
+# pytest_collection_modifyitems; pyproject's --no-loadscope-reorder keeps the order made here).
+# Seconds: a file's wall time in one worker on a quiet 2-core machine, estimated (CI rehearsals' slowest
+# tests, single-file runs); only the order matters, so a rough figure does.
+HEAVY_FILES = {
+    "test_atomic_outputs.py": 540,  # ~16 analyze runs, each SIGKILLed or stopped at a point or run whole
+    "test_forensics_scenarios.py": 300,  # every demo scenario analyzed
+    "test_dump_trust.py": 200,  # kafka-dump-log JVMs
+    "test_spark_connect.py": 180,  # a Spark Connect server, two analyses
+    "test_catalog.py": 150,  # ingest, spark-sql, sql twice, pyspark: five JVMs one after the other
+    "test_full_disk.py": 120,  # analyze runs on full and read-only filesystems, a heap outgrown
+    "test_standalone_cluster.py": 110,  # a master, two workers, moto's S3 server
+    "test_cli_errors.py": 100,
+    "test_cli_native.py": 100,
+    "test_serve.py": 90,  # analyze, the Thrift server, beeline
+    "test_cli_analyze.py": 90,
+    "test_terminal.py": 90,
+    "test_batch_runs.py": 90,
+    "test_trust_inputs.py": 80,
+    "test_collect.py": 80,
+    "test_scenarios.py": 70,
+    "test_live_input.py": 60,
+    "test_salvage.py": 60,
+    "test_object_stores.py": 60,
+    "test_hostile_inputs.py": 50,
+    "test_damaged_broker.py": 50,
+    "test_evidence_integrity.py": 40,  # one analysis (a single test: xdist queued it last)
+    "test_class_sharing.py": 40,
+    "test_job_transforms.py": 40,
+    "test_forensics_real.py": 40,
+    "test_metadata_lifecycle.py": 40,
+    "test_segment_real.py": 40,
+    "test_fuzz_differential.py": 20,  # (a single test)
+    "test_replica_logs.py": 10,  # (a single test)
+}
+
+
+JVM_FIXTURES = {"spark", "dump_log", "dump_logs", "kafka41_bin"}
+
+
+def pytest_collection_modifyitems(config, items):
+    """The heavy files first, longest first; then the other files that start a JVM (a Spark session
+    or kafka-dump-log: seconds each), then the rest, each group as xdist orders it (most tests first)."""
+    if not os.environ.get("PYTEST_XDIST_WORKER"):
+        return  # (one process: the order does not change the run's length)
+    tests_in: dict[str, int] = {}
+    jvm: set[str] = set()
+    for item in items:
+        tests_in[item.path.name] = tests_in.get(item.path.name, 0) + 1
+        if JVM_FIXTURES & set(getattr(item, "fixturenames", ())):
+            jvm.add(item.path.name)
+    items.sort(key=lambda item: (-HEAVY_FILES.get(item.path.name, 0), item.path.name not in jvm, -tests_in[item.path.name]))

@@ -98,8 +98,23 @@ def session_members(sid: int) -> list[tuple[int, str]]:
 def no_orphans(sid: int, grace: float = 20) -> list[tuple[int, str]]:
     deadline = time.monotonic() + grace
     while (left := session_members(sid)) and time.monotonic() < deadline:
-        time.sleep(0.5)
+        time.sleep(0.1)
     return left
+
+
+def writers_under(root: Path) -> list[tuple[int, str]]:
+    """Live processes with a file open under ``root`` (each process's /proc/PID/fd links)."""
+    prefix = f"{root.resolve()}/"
+    found = []
+    for d in Path("/proc").iterdir():
+        if not d.name.isdigit() or int(d.name) == os.getpid():
+            continue
+        try:
+            if any(os.readlink(fd).startswith(prefix) for fd in (d / "fd").iterdir()):
+                found.append((int(d.name), (d / "cmdline").read_bytes().replace(b"\0", b" ")[:120].decode(errors="replace")))
+        except OSError:
+            continue
+    return found
 
 
 def wait_for(run: Run, cond, what: str, timeout: float = 900) -> None:
@@ -233,7 +248,9 @@ def _one_line_and_nothing_left(run: Run, out: Path, line: str, code: int) -> Non
     for noise in ("Traceback", "py4j", "Exception", "KeyboardInterrupt"):
         assert noise not in err, err[-3000:]
     assert no_orphans(run.proc.pid) == []
-    time.sleep(2)  # a JVM still running would go on writing its cancelled tasks' files into the staging dir
+    # a JVM still running would go on writing its cancelled tasks' files into the staging dir: none of
+    # the session is left (above), and no process anywhere (one that left the session) has a file open there
+    assert writers_under(out.parent) == []
     left = sorted(p.name for p in out.parent.iterdir())
     assert left == ([out.name] if "unchanged" in line else []), f"staging sibling or DIR left behind: {left}"
 
@@ -358,16 +375,18 @@ def test_two_runs_into_different_dirs_at_once(tmp_path):
         assert "Traceback" not in "".join(r.stderr)
         assert no_orphans(r.proc.pid) == []
     assert sorted(p.name for p in cwd.iterdir()) == [], "derby.log / metastore_db / spark-warehouse in the cwd"
-    # each catalog answers its own DIR's tables: topics differ between the two captures
+    # each catalog answers its own DIR's tables (the two queries at once, from the same working directory too)
     topics = {}
-    for out in (a, b):
-        q = subprocess.run([*CLI, "sql", str(out), "select distinct topic from replica_logs", "--format", "json"],
-                           capture_output=True, text=True, timeout=900, cwd=cwd)
-        assert q.returncode == 0, q.stderr[-2000:]
-        topics[out.name] = {json.loads(line)["topic"] for line in q.stdout.splitlines() if line.startswith("{")}
+    queries = {out: subprocess.Popen([*CLI, "sql", str(out), "select distinct topic from replica_logs", "--format", "json"],
+                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=cwd) for out in (a, b)}
+    for out, q in queries.items():
+        stdout, stderr = q.communicate(timeout=900)
+        assert q.returncode == 0, stderr[-2000:]
+        topics[out.name] = {json.loads(line)["topic"] for line in stdout.splitlines() if line.startswith("{")}
         locs = json.loads((out / "catalog" / "registered.json").read_text())
         assert locs["out"] == str(out.resolve())
-    assert topics["a"] and topics["b"] and topics["a"] != topics["b"]
+    assert topics["a"] and topics["b"] and topics["a"] != topics["b"], "topics differ between the two captures"
+    assert sorted(p.name for p in cwd.iterdir()) == [], "derby.log / metastore_db / spark-warehouse in the cwd"
     for out, src in ((a, SRC), (b, OTHER)):
         doc = json.loads((out / "findings.json").read_text())
         assert doc["input"]["paths"] == [str(src)]

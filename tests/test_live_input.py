@@ -214,7 +214,7 @@ def live_broker(tmp_path):
         while not _started(logs / "server.log"):
             assert broker.poll() is None, "the broker exited at start"
             assert time.monotonic() < deadline, "the broker did not start"
-            time.sleep(1)
+            time.sleep(0.2)
         # ~1 MB/s of 500-byte records (kafka-producer-perf-test is not in this build: the console producer, fed at a rate)
         feeder = subprocess.Popen([sys.executable, "-c", FEED], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
                                   start_new_session=True)
@@ -229,7 +229,7 @@ def live_broker(tmp_path):
             assert broker.poll() is None, "the broker died"
             assert producer.poll() is None, (tmp_path / "producer.out").read_text(errors="replace")[-2000:]
             assert time.monotonic() < deadline, "no segments rolled"
-            time.sleep(1)
+            time.sleep(0.2)
         yield data, logs, broker, producer
     finally:
         for proc in (feeder, producer):

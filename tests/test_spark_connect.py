@@ -45,7 +45,8 @@ def _listening(port: int) -> bool:
 
 @pytest.fixture(scope="module")
 def connect_server(tmp_path_factory):
-    """``sc://127.0.0.1:PORT`` of a Spark Connect server started for this module (local[2])."""
+    """``sc://127.0.0.1:PORT`` of a Spark Connect server started for this module (local[2]), and a
+    ``ready()`` that waits until it listens: the server's JVM starts while the local analyze runs."""
     home = Path(pyspark.__file__).parent
     work = tmp_path_factory.mktemp("connect")
     port = _free_port()
@@ -57,13 +58,17 @@ def connect_server(tmp_path_factory):
            "--conf", "spark.python.worker.reuse=true"]
     log = (work / "server.log").open("wb")
     server = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True)
-    try:
-        deadline = time.monotonic() + 300
+    deadline = time.monotonic() + 300
+
+    def ready() -> str:
         while not _listening(port):
             if server.poll() is not None or time.monotonic() > deadline:
                 pytest.fail(f"Spark Connect server did not start: {(work / 'server.log').read_text()[-2000:]}")
-            time.sleep(1)
-        yield f"sc://127.0.0.1:{port}"
+            time.sleep(0.2)
+        return f"sc://127.0.0.1:{port}"
+
+    try:
+        yield ready
     finally:
         # --wait keeps spark-submit and its JVM in the group started above: stop that group only
         os.killpg(server.pid, signal.SIGTERM)
@@ -75,25 +80,41 @@ def connect_server(tmp_path_factory):
         log.close()
 
 
-def _analyze(out: Path, *spark_args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([*CLI, "analyze", str(INCIDENT), "--out", str(out), "--ledger", str(INCIDENT / "ledger.jsonl"),
-                           "--format", "json", "--quiet", *spark_args], capture_output=True, text=True, timeout=1200, env=ENV)
+def _analyze(out: Path, *spark_args: str) -> subprocess.Popen:
+    """``analyze`` started (not waited for), its stdout and stderr into files beside DIR."""
+    with open(out.parent / "stdout", "w") as stdout, open(out.parent / "stderr", "w") as stderr:
+        return subprocess.Popen([*CLI, "analyze", str(INCIDENT), "--out", str(out), "--ledger", str(INCIDENT / "ledger.jsonl"),
+                                 "--format", "json", "--quiet", *spark_args], stdout=stdout, stderr=stderr, text=True, env=ENV)
 
 
 @pytest.fixture(scope="module")
-def local_dir(tmp_path_factory) -> Path:
-    out = tmp_path_factory.mktemp("local") / "out"
-    run = _analyze(out, "--master", "local[2]")
-    assert run.returncode == 1, run.stderr  # 1: errors found (acked_data_loss, unclean_leader_election)
-    return out
+def analyzed(connect_server, tmp_path_factory) -> dict[str, Path]:
+    """Local mode's DIR and the server's: the local analyze runs while the server starts and while
+    the remote one runs (two runs into different DIRs at once: see test_atomic_outputs)."""
+    outs = {name: tmp_path_factory.mktemp(name) / "out" for name in ("local", "remote")}
+    runs = {"local": _analyze(outs["local"], "--master", "local[2]")}
+    try:
+        runs["remote"] = _analyze(outs["remote"], "--remote", connect_server())
+        for name, run in runs.items():
+            run.wait(timeout=1200)
+            # 1: errors found (acked_data_loss, unclean_leader_election)
+            assert run.returncode == 1, f"{name}: {(outs[name].parent / 'stderr').read_text()[-3000:]}"
+    finally:
+        for run in runs.values():
+            if run.poll() is None:
+                run.kill()
+                run.wait(60)
+    return outs
 
 
 @pytest.fixture(scope="module")
-def remote_dir(connect_server, tmp_path_factory) -> Path:
-    out = tmp_path_factory.mktemp("remote") / "out"
-    run = _analyze(out, "--remote", connect_server)
-    assert run.returncode == 1, run.stderr
-    return out
+def local_dir(analyzed) -> Path:
+    return analyzed["local"]
+
+
+@pytest.fixture(scope="module")
+def remote_dir(analyzed) -> Path:
+    return analyzed["remote"]
 
 
 def _rows(out: Path, name: str) -> list[str]:
@@ -108,6 +129,7 @@ def _findings(out: Path) -> dict:
 
 
 def test_remote_analyze_writes_the_tables_local_mode_writes(local_dir, remote_dir, connect_server):
+    url = connect_server()
     for name in COMPARED:
         local, remote = _rows(local_dir, name), _rows(remote_dir, name)
         assert remote == local, f"{name}: {len(remote)} rows over Connect, {len(local)} locally"
@@ -115,13 +137,14 @@ def test_remote_analyze_writes_the_tables_local_mode_writes(local_dir, remote_di
     assert _findings(remote_dir) == _findings(local_dir)
     run, local = (json.loads((d / "run.json").read_text()) for d in (remote_dir, local_dir))
     # parsed by tasks on the server, every file (417 KB in 98 files is one task: tasks are no longer cut at each log dir)
-    assert run["master"] == connect_server and run["ingest"]["tasks"] >= 1 and run["ingest"]["files"] == local["ingest"]["files"] > 0
+    assert run["master"] == url and run["ingest"]["tasks"] >= 1 and run["ingest"]["files"] == local["ingest"]["files"] > 0
     assert not (remote_dir / "catalog").exists()  # the server's catalog is not DIR's: the first local sql builds it
 
 
 def test_sql_remote_queries_the_tables(remote_dir, connect_server):
+    url = connect_server()
     q = subprocess.run([*CLI, "sql", str(remote_dir), "select topic, count(*) as n from records group by topic", "--format", "json",
-                        "--remote", connect_server, "--quiet"], capture_output=True, text=True, timeout=600, env=ENV)
+                        "--remote", url, "--quiet"], capture_output=True, text=True, timeout=600, env=ENV)
     assert q.returncode == 0, q.stderr
     got = {r.get("topic"): r["n"] for r in map(json.loads, q.stdout.splitlines())}  # (to_json leaves a null topic out)
     table = pq.read_table(remote_dir / "tables" / "records", columns=["topic"]).column("topic").to_pylist()
