@@ -3,11 +3,14 @@
 A follower appends the leader's batches as they are, so two healthy replicas hold batches with
 the same (base offset, last offset, CRC) — the CRC covers attributes onwards, not the base offset
 or the partition leader epoch, which is why it is comparable across replicas. Batches that match
-that way are identical and cost one join. Only the rest (different boundaries after a truncation
-and re-fetch, independent compaction, real divergence) fall back to record hashes, joined by offset.
-Everything stays a Spark join: nothing record-level is collected. Only the partitions whose
-replicas' batch digests differ (``differing_partitions``) are compared at all, and within them
-only the records of the offset windows the unmatched batches span are read.
+that way are identical. Only the rest (different boundaries after a truncation and re-fetch,
+independent compaction, real divergence) fall back to record hashes, compared by offset.
+Everything stays in Spark: nothing record-level is collected. Only the partitions whose
+replicas' batch digests differ (``differing_partitions``) are compared at all, within them only
+above the offset up to which every replica holds the same batches (``agreed_prefixes``, told by
+the replicas' runs), and there only the records of the batches some replica lacks: two 100 MB
+replicas differing in their last tenth cost a tenth of their records, and identical batches are
+never joined record by record.
 
 Output rows are per (pair of replicas, offset) where the two differ:
 ``divergent`` (both hold the offset with different content), ``only_a`` / ``only_b`` (one lacks it).
@@ -56,23 +59,6 @@ def record_details() -> Column:
                     F.coalesce("control_type", F.lit(""))).alias("content"),
         "key_sha256", "value_sha256", size.alias("size"),
     )
-
-
-def replica_pairs(replica_logs: DataFrame) -> DataFrame:
-    r = replica_logs.where(F.col("dir_state") == "live").select("topic", "partition", "broker")
-    a = r.withColumnRenamed("broker", "broker_a")
-    b = r.withColumnRenamed("broker", "broker_b")
-    return a.join(b, ["topic", "partition"]).where(F.col("broker_a") < F.col("broker_b"))
-
-
-def _side_records(records: DataFrame, unmatched: DataFrame, side: str) -> DataFrame:
-    recs = records.select(
-        "topic", "partition", F.col("broker").alias(f"broker_{side}"), F.col("path"), F.col("batch_position").alias("position"),
-        "offset", "timestamp_ms", "key_size", "value_size", "key_sha256", "value_sha256", "control_type",
-    )
-    u = unmatched.select(*PAIR, *BATCH_COLS)
-    j = u.join(recs, ["topic", "partition", f"broker_{side}", "path", "position"])
-    return j.select(*PAIR, "offset", record_details().alias(side))
 
 
 def with_txn_outcome(batches: DataFrame, records: DataFrame) -> DataFrame:
@@ -281,93 +267,6 @@ def within(df: DataFrame, partitions: DataFrame, topics: list[str]) -> DataFrame
     """The rows of ``df`` in ``partitions`` (a small frame of topic, partition; ``topics``: its
     topics, which prune the topic folders of a partitioned table before any file is read)."""
     return df.where(F.col("topic").isin(*topics)).join(F.broadcast(partitions), ["topic", "partition"], "left_semi")
-
-
-def unmatched_batches(batches: DataFrame, replica_logs: DataFrame) -> tuple[DataFrame, DataFrame]:
-    """Per replica pair, the readable batches (CRC valid) of ``a`` with no identical twin on ``b``, and
-    of ``b`` on ``a``: all the records the comparison can find different lie in these (none: the
-    replicas agree). ``batches`` must carry ``aborted`` (see ``with_txn_outcome``)."""
-    return unmatched_sides(not_everywhere(batches, replica_logs), replica_logs)
-
-
-def not_everywhere(batches: DataFrame, replica_logs: DataFrame, aborted: DataFrame | None = None) -> DataFrame:
-    """The readable batches (CRC valid) that some live replica of their partition lacks (same
-    offsets and CRC).
-
-    How: each batch is counted once with the brokers holding it; a batch every live replica holds
-    is nobody's unmatched batch and goes no further, so only the rest (a diverged tail, a lagging
-    follower's missing end) meets the replica pairs: one aggregate over the batches, where an
-    anti-join per pair and side read them all six times for three replicas.
-
-    ``batches`` carry ``aborted`` (``with_txn_outcome``), or ``aborted`` gives the aborted ones
-    (``aborted_batches``): then only the few batches kept are joined with it."""
-    # A batch failing its CRC is not readable data (it is a crc_mismatch finding of its own);
-    # comparing its decoded records would report the damage a second time as divergence.
-    key = BATCH_KEY
-    cols = BATCH_COLS if aborted is None else [c for c in BATCH_COLS if c != "aborted"]
-    b = batches.where(F.coalesce(F.col("crc_valid"), F.lit(True))).select(
-        "topic", "partition", "broker", "base_offset", "last_offset", "crc", *cols
-    )
-    replicas = replica_logs.where(F.col("dir_state") == "live").groupBy("topic", "partition").agg(
-        F.countDistinct("broker").alias("_replicas"))
-    # Distinct holders per batch by a window, each batch row keeping its own columns: grouped and
-    # joined back, the batches were one side of a join whose static size (the compressed Parquet
-    # of a table filtered to a few partitions) looked small enough to broadcast, and the driver
-    # then built a 72 MiB hash table of a 100 MB partition's 236,000 batches. (A set of holders
-    # per batch would be an object aggregate, which Spark sorts once it holds more than 128 keys.)
-    by_holder = Window.partitionBy(*key).orderBy("broker")
-    first_of_holder = F.coalesce(F.lag("broker").over(by_holder) != F.col("broker"), F.lit(True)).cast("int")
-    held = b.withColumn("_new", first_of_holder).withColumn("_held", F.sum("_new").over(Window.partitionBy(*key)))
-    some = held.join(F.broadcast(replicas), ["topic", "partition"]).where(F.col("_held") < F.col("_replicas")).drop(
-        "_new", "_held", "_replicas")
-    if aborted is not None:
-        some = some.join(aborted.withColumn("aborted", F.lit(True)), ["broker", "path", "position"], "left").withColumn(
-            "aborted", F.coalesce(F.col("aborted"), F.lit(False)))
-    return some
-
-
-def unmatched_sides(some: DataFrame, replica_logs: DataFrame) -> tuple[DataFrame, DataFrame]:
-    """``unmatched_batches`` from ``not_everywhere``'s batches: per pair, those one side holds and
-    the other lacks."""
-    pairs = replica_pairs(replica_logs)
-
-    def side(me: str, other: str) -> DataFrame:
-        mine = some.withColumnRenamed("broker", f"broker_{me}")
-        theirs = some.select(*BATCH_KEY, F.col("broker").alias(f"broker_{other}"))
-        return pairs.join(mine, ["topic", "partition", f"broker_{me}"]).join(theirs, [*BATCH_KEY, f"broker_{other}"], "left_anti")
-
-    return side("a", "b"), side("b", "a")
-
-
-def unmatched_windows(unmatched: tuple[DataFrame, DataFrame]) -> DataFrame:
-    """Per replica, the offsets its unmatched batches span (topic, partition, broker, first and
-    last offset): the only records of that replica the comparison reads."""
-    ua, ub = unmatched
-    sides = [u.select("topic", "partition", F.col(f"broker_{s}").alias("broker"), "base_offset", "last_offset")
-             for u, s in ((ua, "a"), (ub, "b"))]
-    return sides[0].unionByName(sides[1]).groupBy("topic", "partition", "broker").agg(
-        F.min("base_offset").alias("first_offset"), F.max("last_offset").alias("last_offset"))
-
-
-def record_diffs(batches: DataFrame | None, records: DataFrame, replica_logs: DataFrame,
-                 unmatched: tuple[DataFrame, DataFrame] | None = None, windows: list | None = None) -> DataFrame:
-    """Per (pair, offset) where two replicas differ: status and both sides' record details.
-
-    ``batches`` must carry ``aborted`` (see ``with_txn_outcome``; read only when ``unmatched`` is
-    not given); ``unmatched``: their ``unmatched_batches``, if already planned; ``windows``: their ``unmatched_windows`` rows, if
-    collected: literal offset bounds that Parquet's row-group statistics can use, so that two
-    replicas differing in their last tenth read a tenth of their records, not all of them (a
-    join alone reads every record of the partition to find the few it keeps).
-    """
-    ua, ub = unmatched or unmatched_batches(batches, replica_logs)
-    live = live_records(records)
-    if windows:
-        live = live.where(reduce(operator.or_, [
-            (F.col("topic") == w["topic"]) & (F.col("partition") == w["partition"]) & (F.col("broker") == w["broker"])
-            & F.col("offset").between(w["first_offset"], w["last_offset"]) for w in windows]))
-    ra = _side_records(live, ua, "a")
-    rb = _side_records(live, ub, "b")
-    return _statused(ra.join(rb, [*PAIR, "offset"], "full_outer"))
 
 
 def diff_ranges(diffs: DataFrame) -> DataFrame:
