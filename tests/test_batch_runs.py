@@ -9,6 +9,7 @@ import random
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import from_arrow_schema
@@ -16,6 +17,7 @@ from pyspark.testing import assertDataFrameEqual
 
 from jobs.ingest.batch_runs import digest_parts, runs_of
 from jobs.replicas import compare, offset_ranges, replica_logs
+from jobs.store.io import local_frame
 from jobs.store.tables import schema_of
 from parsers.segment import BATCH_SCHEMA
 
@@ -222,19 +224,17 @@ def test_the_transaction_outcome_window_only_grows(spark):
     assert got == {0: True, 1: False, 2: False, 3: False, 4: False, 5: True, 6: False}
 
 
-def test_records_of_a_diverging_tail_are_read_by_offset_windows_the_files_can_skip(spark):
-    """Two replicas differing only past offset 90: the records the comparison reads are bounded
-    by literal offset windows, pushed down to Parquet (row groups outside them are never read)."""
-    w = [{"topic": "t", "partition": 0, "broker": 1, "first_offset": 90, "last_offset": 99}]
-    rs = schema_of("records")
-    records = spark.createDataFrame([], from_arrow_schema(rs))
-    bs = spark.createDataFrame([], from_arrow_schema(schema_of("batches"))).withColumn("aborted", F.lit(False))
-    rl = spark.createDataFrame([("t", 0, 1, "live")], "topic string, partition int, broker int, dir_state string")
-    ua = ub = bs.select(*compare.PAIR[:2], F.col("broker").alias("broker_a"), F.col("broker").alias("broker_b"), "base_offset",
-                        "last_offset", "crc", *compare.BATCH_COLS)
-    d = compare.record_diffs(bs, records, rl, (ua, ub), w)
-    plan = d._jdf.queryExecution().optimizedPlan().toString()
-    assert "90" in plan and "99" in plan and "offset" in plan
+def test_records_of_a_diverging_tail_are_read_above_a_literal_offset_the_files_can_skip(spark, tmp_path):
+    """Two replicas agreeing up to offset 89: the records the comparison reads are bounded by a
+    literal offset predicate, pushed down to Parquet (row groups below it are never read), and
+    no job broadcasts the scope (each broadcast, even of driver rows, is a Spark job)."""
+    pq.write_table(schema_of("records").empty_table(), tmp_path / "records.parquet")
+    records = spark.read.schema(from_arrow_schema(schema_of("records"))).parquet(str(tmp_path))
+    d = compare.in_scope(records, None, [("t", 0, 90, [1, 2])], "offset")
+    plan = d._jdf.queryExecution().executedPlan()
+    pushed = plan.collectLeaves().head().metadata().apply("PushedFilters")
+    assert "GreaterThanOrEqual(offset,90)" in pushed, pushed
+    assert "Broadcast" not in plan.toString()
 
 
 def test_no_job_asks_for_a_frame_reaching_the_end_of_a_partition():
@@ -250,47 +250,123 @@ def test_no_job_asks_for_a_frame_reaching_the_end_of_a_partition():
         assert "unboundedFollowing" not in inspect.getsource(mod), info.name
 
 
-def test_unmatched_batches_are_those_the_other_side_lacks(spark):
-    """Three replicas: 2 holds 1's batches and one more (1 lags behind), 3 diverged after the
-    first two batches (other CRCs at the same offsets). Per pair, each side's unmatched batches
-    are exactly those with no twin (offsets and CRC) on the other; batches all three hold are no
-    one's, and a batch failing its CRC is never compared."""
-    def b(broker, base, crc, valid=True):
-        return {"broker": broker, "log_dir": "d", "topic": "t", "partition": 0, "dir_state": "live", "path": f"{broker}.log",
-                "position": base * 100, "base_offset": base, "last_offset": base, "crc": crc, "crc_valid": valid,
-                "is_control": False, "file_kind": "segment"}
-    rows = [b(1, 0, 10), b(1, 1, 11), b(1, 2, 12), b(2, 0, 10), b(2, 1, 11), b(2, 2, 12), b(2, 3, 13),
-            b(3, 0, 10), b(3, 1, 11), b(3, 2, 99), b(3, 3, 98), b(3, 4, 97, valid=False)]
-    bs = schema_of("batches")
-    batches = spark.createDataFrame(pa.Table.from_pylist([{f.name: r.get(f.name) for f in bs} for r in rows], schema=bs).to_pandas(),
-                                    from_arrow_schema(bs)).withColumn("aborted", F.lit(False))
-    rl = spark.createDataFrame([("t", 0, n, "live") for n in (1, 2, 3)], "topic string, partition int, broker int, dir_state string")
-    ua, ub = compare.unmatched_batches(batches, rl)
-    got = sorted((r["broker_a"], r["broker_b"], "a", r["base_offset"]) for r in ua.collect()) + \
-        sorted((r["broker_a"], r["broker_b"], "b", r["base_offset"]) for r in ub.collect())
-    want = sorted([(1, 3, "a", 2), (2, 3, "a", 2), (2, 3, "a", 3)]) + sorted([(1, 2, "b", 3), (1, 3, "b", 2), (1, 3, "b", 3),
-                                                                            (2, 3, "b", 2), (2, 3, "b", 3)])
-    assert got == want
+def _replica(rng: random.Random, rows: list[dict], crc_change: float = 0.0, content_change: float = 1.0) -> list[dict]:
+    """``rows`` as another replica holds them: each batch, with probability ``crc_change``, with
+    another CRC (and then, with probability ``content_change``, other records)."""
+    out = []
+    for r in rows:
+        r = dict(r)
+        if rng.random() < crc_change:
+            r["crc"] ^= 0x5A5A
+            r["_content"] = rng.random() < content_change
+        out.append(r)
+    return out
 
 
-def test_batches_not_everywhere_count_holders_once_and_never_broadcast_the_batches(spark):
-    """A batch some replica lacks is found by counting its distinct holders (a replica holding it
-    twice, in two segments after an overlap, is one holder), in a window over the batches: the
-    batches never become the broadcast side of a join (their compressed Parquet looked small
-    enough to broadcast, and the driver built a 72 MiB table of a 100 MB partition's batches)."""
-    def b(broker, base, path="0.log"):
-        return {"broker": broker, "log_dir": "d", "topic": "t", "partition": 0, "dir_state": "live", "path": f"{broker}/{path}",
-                "position": base * 100, "base_offset": base, "last_offset": base, "crc": base, "crc_valid": True,
-                "is_control": False, "file_kind": "segment"}
-    rows = [b(1, 0), b(1, 0, "1.log"), b(2, 0), b(1, 1), b(1, 1, "1.log"), b(2, 2)]
-    bs = schema_of("batches")
-    batches = spark.createDataFrame(pa.Table.from_pylist([{f.name: r.get(f.name) for f in bs} for r in rows], schema=bs).to_pandas(),
-                                    from_arrow_schema(bs)).withColumn("aborted", F.lit(False))
-    rl = spark.createDataFrame([("t", 0, n, "live") for n in (1, 2)], "topic string, partition int, broker int, dir_state string")
-    some = compare.not_everywhere(batches, rl)
-    assert sorted((r["broker"], r["base_offset"], r["path"]) for r in some.collect()) == [
-        (1, 1, "1/0.log"), (1, 1, "1/1.log"), (2, 2, "2/0.log")]
-    plan = some._jdf.queryExecution().executedPlan().toString()
-    assert "Window" in plan
-    for exchange in plan.split("BroadcastExchange")[1:]:  # what each broadcast builds: the replica counts
-        assert "_replicas" in exchange.split("\n")[1], exchange.split("\n")[1]
+def _records(files: dict[tuple[int, str], list[dict]]) -> list[dict]:
+    """The records of ``files``' batches: their content a function of the batch's CRC (or of its
+    offset alone where a changed CRC kept the content), so identical batches hold the same."""
+    out = []
+    for (broker, path), rows in files.items():
+        for b in rows:
+            for o in range(b["base_offset"], b["base_offset"] + b["record_count"]):
+                key = f"k{o}-{b['crc'] if b.get('_content', True) else 'same'}"
+                out.append({"broker": broker, "log_dir": "d", "topic": "t", "partition": 0, "dir_state": "live", "path": path,
+                            "batch_position": b["position"], "offset": o, "key_sha256": key, "value_sha256": "v", "key_size": 1,
+                            "value_size": 1, "timestamp_ms": 0})
+    return out
+
+
+def _reference_diffs(files: dict[tuple[int, str], list[dict]]) -> list[tuple]:
+    """(broker_a, broker_b, offset, status, path_a, path_b) of every pair of replicas, told one
+    record at a time over the whole logs: per pair, the records of each side's readable batches
+    that the other lacks (same offsets and CRC), joined by offset (a full outer join)."""
+    recs = _records(files)
+    batches: dict[int, list] = {}
+    for (broker, path), rows in files.items():
+        batches.setdefault(broker, []).extend((path, r) for r in rows)
+    keys = {br: {(r["base_offset"], r["last_offset"], r["crc"]) for _, r in bs if r["crc_valid"]} for br, bs in batches.items()}
+    out = []
+    for a in sorted(batches):
+        for b in sorted(batches):
+            if a >= b:
+                continue
+            side = {}
+            for me, other in ((a, "a"), (b, "b")):
+                lacks = keys[b if me == a else a]
+                kept = {(path, r["position"]) for path, r in batches[me]
+                        if r["crc_valid"] and (r["base_offset"], r["last_offset"], r["crc"]) not in lacks}
+                side[other] = [x for x in recs if x["broker"] == me and (x["path"], x["batch_position"]) in kept]
+            for o in sorted({x["offset"] for s in side.values() for x in s}):
+                xs = [x for x in side["a"] if x["offset"] == o] or [None]
+                ys = [y for y in side["b"] if y["offset"] == o] or [None]
+                for x in xs:
+                    for y in ys:
+                        st = "only_b" if x is None else "only_a" if y is None else "divergent" if x["key_sha256"] != y["key_sha256"] else None
+                        if st:
+                            out.append((a, b, o, st, x and x["path"], y and y["path"]))
+    return sorted(out, key=str)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_the_comparison_above_where_replicas_agree_finds_every_difference_of_the_whole_logs(spark, seed):
+    """Four replicas of one partition, on random logs (holes, epochs, damaged CRCs, control
+    batches): 1 the leader; 2 lags behind it and holds one batch twice (an overlap); 3 forked in
+    the tail (other CRCs, mostly other records, some the same records); 4 holds 1's batches cut
+    into other segment files. Read only above where all agree (``agreed_prefixes``, from their
+    runs), the unshared batches joined record by record give exactly the differences a
+    comparison of the whole logs finds, pair by pair."""
+    rng = random.Random(seed)
+    log = random_batches(rng, 80)
+    cut = 50
+    files = {
+        (1, "1/0.log"): log,
+        (2, "2/0.log"): log[:70], (2, "2/1.log"): [log[60]],
+        (3, "3/0.log"): log[:cut] + _replica(rng, log[cut:], crc_change=0.6, content_change=0.7),
+        (4, "4/0.log"): log[:20], (4, "4/1.log"): log[20:],
+    }
+    batches, runs = _frames(spark, files)
+    rs = schema_of("records")
+    records = spark.createDataFrame(pa.Table.from_pylist([{f.name: r.get(f.name) for f in rs} for r in _records(files)], schema=rs)
+                                    .to_pandas(), from_arrow_schema(rs))
+    replicas = [{"topic": "t", "partition": 0, "broker": b, "dir_state": "live"} for b in (1, 2, 3, 4)]
+    prefix = compare.agreed_prefixes(runs.collect(), replicas)[("t", 0)]
+    assert 0 <= prefix < log[cut]["base_offset"] or not any(b["crc_valid"] for b in log[:cut])
+    scope = compare.comparison_scope({("t", 0): prefix}, replicas)
+    want = _reference_diffs(files)
+    # by literal predicates, and (seed 0) by the join that many partitions take
+    for frame in [None, local_frame(spark, scope, compare.SCOPE_SCHEMA)][:2 if seed == 0 else 1]:
+        some = compare.unshared_batches(compare.in_scope(batches, frame, scope, "base_offset").withColumn("aborted", F.lit(False)))
+        d = compare.scoped_record_diffs(compare.in_scope(records, frame, scope, "offset"), some)
+        got = sorted(((r["broker_a"], r["broker_b"], r["offset"], r["status"], r["a"] and r["a"]["path"], r["b"] and r["b"]["path"])
+                      for r in d.collect()), key=str)
+        assert got == want
+
+
+def _run(broker, first, last, digest, readable=1):
+    return {"topic": "t", "partition": 0, "broker": broker, "first_offset": first, "last_offset": last, "readable": readable,
+            "digest_0": digest, "digest_1": 0, "digest_2": 0, "digest_3": 0}
+
+
+def test_replicas_agree_up_to_the_last_run_end_where_every_one_sums_alike():
+    """The offset below which the comparison reads nothing: the last offset that splits every
+    live replica's runs (none spans it) with equal sums below. Runs cut at other points (other
+    segment files, other pieces) still agree where their sums meet; a run spanning an offset,
+    an overlap, or a replica without runs (an empty log) stops the agreement."""
+    replicas = [{"topic": "t", "partition": 0, "broker": b, "dir_state": "live"} for b in (1, 2, 3)] + [
+        {"topic": "t", "partition": 0, "broker": 9, "dir_state": "deleted"}]
+    same = [_run(b, 0, 99, 5, 10) for b in (1, 2)] + [_run(3, 0, 49, 2, 5), _run(3, 50, 99, 3, 5)]
+    # 3's tail forked after 99; 2 lags at 149 (its run ends inside 1's)
+    runs = same + [_run(1, 100, 199, 7), _run(2, 100, 149, 4), _run(3, 100, 199, 8)]
+    assert compare.agreed_prefixes(runs, replicas) == {("t", 0): 99}
+    # the same tail everywhere but 2's, cut at 149 where 1 and 3 have no run end: agreement stops at 99
+    runs = same + [_run(1, 100, 199, 7), _run(2, 100, 149, 4), _run(3, 100, 149, 4), _run(3, 150, 199, 3)]
+    assert compare.agreed_prefixes(runs, replicas) == {("t", 0): 99}
+    # 3 holds 100-149 again (overlapping its own run): no cut inside the overlap
+    runs = same + [_run(1, 100, 199, 7), _run(2, 100, 199, 7), _run(3, 100, 199, 7), _run(3, 120, 149, 1)]
+    assert compare.agreed_prefixes(runs, replicas) == {("t", 0): 99}
+    # a live replica without any run agrees with the others nowhere above nothing
+    assert compare.agreed_prefixes(same, replicas + [{"topic": "t", "partition": 0, "broker": 4, "dir_state": "live"}]) == {("t", 0): -1}
+    # runs of a non-live dir are not asked of (9's would differ)
+    assert compare.agreed_prefixes([r for r in same if r["broker"] != 3] + [_run(1, 100, 109, 1), _run(2, 100, 109, 2)], replicas[:2]) == {
+        ("t", 0): 99}

@@ -275,6 +275,11 @@ def test_rejoined_leaders_from_the_broker_logs_alone(analyzed, spark):
 # planning, code generation, scheduling, ~0.1 s whatever its rows). 47 before the lineage, its
 # logged leaders and the timeline's epoch rows were decided on the driver from collected rows.
 JOB_TABLE_JOBS = 38
+# The replica comparison of crash-only (three partitions whose replicas differ): the runs that
+# scope it, the unshared batches with their transaction outcome, the record diffs and their
+# divergent ranges. 28 when the scope was joined as broadcasts, the replica pairs read from
+# replica_logs, the offset windows collected first and each side joined apart.
+COMPARISON_JOBS = 7
 
 
 def test_job_tables_of_a_small_collection_take_few_spark_jobs(analyzed, spark):
@@ -294,7 +299,11 @@ def test_job_tables_of_a_small_collection_take_few_spark_jobs(analyzed, spark):
     case = Case.open(spark, out)  # (the timeline written here too: no pool)
     try:
         jobs = next_job() - before
+        before = next_job()
+        assert case.differing and case.ranges == []  # (replicas that differ, none diverged)
+        comparison = next_job() - before
     finally:
         case.close()
     assert jobs <= JOB_TABLE_JOBS, f"{jobs} Spark jobs for the job tables of crash-only"
+    assert comparison <= COMPARISON_JOBS, f"{comparison} Spark jobs for the replica comparison of crash-only"
     assert {r["kind"] for r in table(out, "offset_ranges")} == {"data"}

@@ -46,8 +46,8 @@ INPUT_TABLES = ["brokers", "files", "batches", "batch_runs", "records", "checkpo
                 "transactions", "log_events", "remote_segments", "share_group_state"]
 # (topic, partition) rows, for the few partitions a comparison reads
 PARTITION_SCHEMA = T.StructType([T.StructField("topic", T.StringType()), T.StructField("partition", T.IntegerType())])
-# Past this many replicas with unmatched batches, the records are not filtered by literal offset
-# windows (one predicate each; Spark plans and pushes down every one): the joins keep them exact.
+# Past this many differing partitions, their rows are not also filtered by literal offset bounds
+# (one predicate each; Spark plans and pushes down every one): the scope's join keeps them exact.
 MAX_RECORD_WINDOWS = 256
 # (topic, partition, broker) rows: the replicas collected, for the timeline's node-level facts
 REPLICAS = T.StructType([*PARTITION_SCHEMA.fields, T.StructField("broker", T.IntegerType())])
@@ -231,20 +231,39 @@ class Case:
         return not self.differing
 
     @once_property
+    def scope(self) -> list[tuple]:
+        """What the comparison reads (``compare.SCOPE_SCHEMA`` rows): per differing partition, the
+        offset from which its replicas may differ (below it every live replica holds the same
+        batches, told by their runs: ``compare.agreed_prefixes``) and its live replicas. One job
+        collects the runs (a few rows a segment) of the differing partitions."""
+        runs = live_segment_batches(compare.in_partitions(self.tables["batch_runs"], self.differing)
+                                    if len(self.differing) <= MAX_RECORD_WINDOWS else self._differing_rows("batch_runs")).select(
+            "topic", "partition", "broker", "first_offset", "last_offset", *compare.RUN_SUMS)
+        return compare.comparison_scope(compare.agreed_prefixes(collected(runs), self.replicas), self.replicas)
+
+    def _scoped(self, table: str, offset: str) -> DataFrame:
+        """Input table ``table``'s rows of the ``scope``: its partitions, from their ``from_offset``
+        (``offset``: the column compared with it), as literal predicates too for up to
+        ``MAX_RECORD_WINDOWS`` partitions (Parquet skips the row groups below), with ``brokers``."""
+        frame = None if len(self.scope) <= MAX_RECORD_WINDOWS else local_frame(self.spark, self.scope, compare.SCOPE_SCHEMA)
+        return compare.in_scope(self.tables[table], frame, self.scope, offset)
+
+    @once_property
     def not_everywhere(self) -> DataFrame:
-        """The differing partitions' batches some replica lacks (``compare.not_everywhere``), with
-        their transaction outcome: cached, as the unmatched sides, their offset windows and the
-        record joins all read them (a diverged tail, not the whole log). A healthy partition's
-        batches are never read here, and the outcome's window sorts transactional batches only;
-        where their replicas hold no control batch at all (``control_records``), no record is read
-        for a marker."""
-        batches = live_segment_batches(self._differing_rows("batches"))
+        """The scope's batches some replica lacks (``compare.unshared_batches``), with their
+        transaction outcome: cached, as both sides of the record join read them (a diverged tail,
+        not the whole log). A healthy partition's batches are never read here, nor a differing
+        one's below where its replicas agree, and the outcome's window sorts transactional batches
+        only; where their replicas hold no control batch at all (``control_records``), no record is
+        read for a marker. (A batch's outcome is its producer's next marker, which lies above it:
+        in the scope too.)"""
+        batches = live_segment_batches(self._scoped("batches", "base_offset"))
         differing = set(self.differing)
         if any(r["control_records"] for r in self.replicas if (r["topic"], r["partition"]) in differing):
-            aborted = compare.aborted_batches(batches, self._differing_rows("records"))
+            aborted = compare.aborted_batches(batches, self._scoped("records", "offset"))
         else:  # no marker anywhere in them: nothing is aborted, and their records are not scanned for one
             aborted, batches = None, batches.withColumn("aborted", F.lit(False))
-        return compare.not_everywhere(batches, self.replica_logs, aborted).cache()
+        return compare.unshared_batches(batches, aborted).cache()
 
     def _differing_rows(self, table: str) -> DataFrame:
         """Input table ``table``'s rows of the ``differing`` partitions only."""
@@ -252,24 +271,20 @@ class Case:
         return compare.within(self.tables[table], parts, sorted({t for t, _ in self.differing}))
 
     @once_property
-    def unmatched(self) -> tuple[DataFrame, DataFrame]:
-        """The two sides of the replica pairs' unmatched batches (``compare.unmatched_sides``)."""
-        return compare.unmatched_sides(self.not_everywhere, self.replica_logs)
-
-    @once_property
     def diffs(self) -> DataFrame:
-        """Record-level differences between replica pairs (divergence and loss both read them)."""
-        windows = compare.unmatched_windows(self.unmatched).collect()
-        records = self.tables["records"]
-        if len(windows) > MAX_RECORD_WINDOWS:
-            windows, records = None, self._differing_rows("records")
-        return compare.record_diffs(None, records, self.replica_logs, self.unmatched, windows).cache()
+        """Record-level differences between replica pairs (divergence and loss both read them):
+        only the records of the batches some replica lacks, above where the replicas agree."""
+        records = compare.live_records(self._scoped("records", "offset"))
+        return compare.scoped_record_diffs(records, self.not_everywhere).cache()
 
     @once_property
     def ranges(self) -> list[Row]:
-        """The replica pairs' differing offset ranges (``compare.diff_ranges`` rows: ``status``
-        divergent, only_a or only_b, per side its broker, epochs, bytes, evidence)."""
-        return [] if self.replicas_agree else compare.diff_ranges(self.diffs, self.replica_logs).collect()
+        """The replica pairs' divergent offset ranges (``compare.diff_ranges`` rows: per side its
+        broker, epochs, bytes, evidence), in (partition, offsets, pair) order."""
+        if self.replicas_agree:
+            return []
+        rows = compare.diff_ranges(self.diffs.where(F.col("status") == "divergent")).collect()
+        return sorted(rows, key=lambda r: (r["topic"], r["partition"], r["first_offset"], r["last_offset"], r["broker_a"], r["broker_b"]))
 
     @once_property
     def current(self) -> dict[tuple[str, int], LeaderEpoch]:

@@ -3,11 +3,14 @@
 A follower appends the leader's batches as they are, so two healthy replicas hold batches with
 the same (base offset, last offset, CRC) — the CRC covers attributes onwards, not the base offset
 or the partition leader epoch, which is why it is comparable across replicas. Batches that match
-that way are identical and cost one join. Only the rest (different boundaries after a truncation
-and re-fetch, independent compaction, real divergence) fall back to record hashes, joined by offset.
-Everything stays a Spark join: nothing record-level is collected. Only the partitions whose
-replicas' batch digests differ (``differing_partitions``) are compared at all, and within them
-only the records of the offset windows the unmatched batches span are read.
+that way are identical. Only the rest (different boundaries after a truncation and re-fetch,
+independent compaction, real divergence) fall back to record hashes, compared by offset.
+Everything stays in Spark: nothing record-level is collected. Only the partitions whose
+replicas' batch digests differ (``differing_partitions``) are compared at all, within them only
+above the offset up to which every replica holds the same batches (``agreed_prefixes``, told by
+the replicas' runs), and there only the records of the batches some replica lacks: two 100 MB
+replicas differing in their last tenth cost a tenth of their records, and identical batches are
+never joined record by record.
 
 Output rows are per (pair of replicas, offset) where the two differ:
 ``divergent`` (both hold the offset with different content), ``only_a`` / ``only_b`` (one lacks it).
@@ -21,6 +24,7 @@ from functools import reduce
 
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
+from pyspark.sql import types as T
 
 from .offset_ranges import islands
 from .replica_logs import live_segment_batches
@@ -30,6 +34,12 @@ PAIR = ["topic", "partition", "broker_a", "broker_b"]
 BATCH_KEY = ["topic", "partition", "base_offset", "last_offset", "crc"]
 BATCH_COLS = ["path", "position", "partition_leader_epoch", "producer_id", "producer_epoch", "base_sequence", "is_transactional",
               "is_control", "aborted"]
+# Per differing partition, what the comparison reads of it (``comparison_scope``): its batches from
+# ``from_offset`` on (below it every live replica holds the same batches) and its live replicas
+SCOPE_SCHEMA = T.StructType([T.StructField("topic", T.StringType()), T.StructField("partition", T.IntegerType()),
+                             T.StructField("from_offset", T.LongType()), T.StructField("brokers", T.ArrayType(T.IntegerType()))])
+# what two replicas' runs of batches must sum to alike, to hold the same readable batches
+RUN_SUMS = ["readable", "digest_0", "digest_1", "digest_2", "digest_3"]
 
 
 def live_records(records: DataFrame) -> DataFrame:
@@ -49,23 +59,6 @@ def record_details() -> Column:
                     F.coalesce("control_type", F.lit(""))).alias("content"),
         "key_sha256", "value_sha256", size.alias("size"),
     )
-
-
-def replica_pairs(replica_logs: DataFrame) -> DataFrame:
-    r = replica_logs.where(F.col("dir_state") == "live").select("topic", "partition", "broker")
-    a = r.withColumnRenamed("broker", "broker_a")
-    b = r.withColumnRenamed("broker", "broker_b")
-    return a.join(b, ["topic", "partition"]).where(F.col("broker_a") < F.col("broker_b"))
-
-
-def _side_records(records: DataFrame, unmatched: DataFrame, side: str) -> DataFrame:
-    recs = records.select(
-        "topic", "partition", F.col("broker").alias(f"broker_{side}"), F.col("path"), F.col("batch_position").alias("position"),
-        "offset", "timestamp_ms", "key_size", "value_size", "key_sha256", "value_sha256", "control_type",
-    )
-    u = unmatched.select(*PAIR, *BATCH_COLS)
-    j = u.join(recs, ["topic", "partition", f"broker_{side}", "path", "position"])
-    return j.select(*PAIR, "offset", record_details().alias(side))
 
 
 def with_txn_outcome(batches: DataFrame, records: DataFrame) -> DataFrame:
@@ -114,97 +107,154 @@ def differing_partitions(replicas: list) -> list[tuple[str, int]]:
     return sorted(k for k, d in digests.items() if len(d) > 1)
 
 
-def within(df: DataFrame, partitions: DataFrame, topics: list[str]) -> DataFrame:
-    """The rows of ``df`` in ``partitions`` (a small frame of topic, partition; ``topics``: its
-    topics, which prune the topic folders of a partitioned table before any file is read)."""
-    return df.where(F.col("topic").isin(*topics)).join(F.broadcast(partitions), ["topic", "partition"], "left_semi")
+def agreed_prefixes(runs: list, replicas: list) -> dict[tuple[str, int], int]:
+    """Per partition of ``runs``, the last offset up to which every live replica holds the same
+    readable batches (-1: none known to agree): the comparison reads nothing below it.
+
+    Why: replicas that diverged, or a follower that lags, still share most of their log, and a
+    batch every replica holds is never anyone's unmatched batch; told batch by batch, finding those
+    was a window over every batch of the partition, so a 10 % diverged tail cost the whole log.
+    Runs (``batch_runs``: a few rows a segment, each summing its batches' digests) tell it per
+    run end: an offset ``e`` splits a replica's log cleanly where no run of it spans ``e``, and
+    two replicas whose run sums up to such an ``e`` are equal hold the same batches up to it (the
+    multiset hash ``replica_logs.batch_digest`` is built from, so as sure as the digest that
+    chose the partition). ``runs``: live segment ``batch_runs`` rows (topic, partition, broker,
+    first_offset, last_offset, ``RUN_SUMS``); ``replicas``: replica_logs rows (its live ones count,
+    a replica without runs agrees with none that has some)."""
+    brokers: dict[tuple[str, int], set] = {}
+    for r in replicas:
+        if r["dir_state"] == "live":
+            brokers.setdefault((r["topic"], r["partition"]), set()).add(r["broker"])
+    by_replica: dict[tuple[str, int], dict[int, list]] = {}
+    for r in runs:
+        by_replica.setdefault((r["topic"], r["partition"]), {}).setdefault(r["broker"], []).append(
+            (r["first_offset"], r["last_offset"], tuple(r[c] or 0 for c in RUN_SUMS)))
+    out = {}
+    for key, held in by_replica.items():
+        cuts = {b: _cuts(held.get(b, [])) for b in brokers.get(key, set()) | set(held)}
+        candidates = sorted({e for c in cuts.values() for e, _, _ in c}, reverse=True)
+        out[key] = next((e for e in candidates if _agree([_sums_at(c, e) for c in cuts.values()])), -1)
+    return out
 
 
-def unmatched_batches(batches: DataFrame, replica_logs: DataFrame) -> tuple[DataFrame, DataFrame]:
-    """Per replica pair, the readable batches (CRC valid) of ``a`` with no identical twin on ``b``, and
-    of ``b`` on ``a``: all the records the comparison can find different lie in these (none: the
-    replicas agree). ``batches`` must carry ``aborted`` (see ``with_txn_outcome``)."""
-    return unmatched_sides(not_everywhere(batches, replica_logs), replica_logs)
+def _agree(sums: list) -> bool:
+    return None not in sums and len(set(sums)) == 1
 
 
-def not_everywhere(batches: DataFrame, replica_logs: DataFrame, aborted: DataFrame | None = None) -> DataFrame:
-    """The readable batches (CRC valid) that some live replica of their partition lacks (same
-    offsets and CRC).
+def _cuts(runs: list) -> list[tuple[int, int, tuple]]:
+    """A replica's clean cuts: (from, to, sums): every offset in [from, to] splits its runs (none
+    spans it), and the runs below sum to ``sums``."""
+    runs = sorted(runs, key=lambda r: (r[0], r[1]))
+    total, top, out = (0,) * len(RUN_SUMS), -1, []
+    for i, (first, last, sums) in enumerate(runs):
+        if first > top:
+            out.append((top, first - 1, total))
+        top = max(top, last)
+        total = tuple(map(operator.add, total, sums))
+        if i == len(runs) - 1:
+            out.append((top, 1 << 62, total))
+    return out or [(-1, 1 << 62, total)]
 
-    How: each batch is counted once with the brokers holding it; a batch every live replica holds
-    is nobody's unmatched batch and goes no further, so only the rest (a diverged tail, a lagging
-    follower's missing end) meets the replica pairs: one aggregate over the batches, where an
-    anti-join per pair and side read them all six times for three replicas.
 
-    ``batches`` carry ``aborted`` (``with_txn_outcome``), or ``aborted`` gives the aborted ones
-    (``aborted_batches``): then only the few batches kept are joined with it."""
-    # A batch failing its CRC is not readable data (it is a crc_mismatch finding of its own);
-    # comparing its decoded records would report the damage a second time as divergence.
+def _sums_at(cuts: list[tuple[int, int, tuple]], offset: int) -> tuple | None:
+    """The run sums up to ``offset`` (None: a run spans it, no cut there)."""
+    return next((sums for lo, hi, sums in cuts if lo <= offset <= hi), None)
+
+
+def comparison_scope(prefixes: dict[tuple[str, int], int], replicas: list) -> list[tuple]:
+    """``SCOPE_SCHEMA`` rows: each partition of ``prefixes`` (``agreed_prefixes``) with the first
+    offset left to compare and its live replicas' broker ids, sorted."""
+    brokers: dict[tuple[str, int], set] = {}
+    for r in replicas:
+        if r["dir_state"] == "live":
+            brokers.setdefault((r["topic"], r["partition"]), set()).add(r["broker"])
+    return [(t, p, prefix + 1, sorted(brokers.get((t, p), ()))) for (t, p), prefix in sorted(prefixes.items())]
+
+
+def in_scope(df: DataFrame, scope: DataFrame | None, rows: list[tuple], offset: str) -> DataFrame:
+    """The rows of ``df`` in the scope's partitions at or above their ``from_offset`` (``offset``:
+    the column compared), with ``brokers``, their live replicas. Without ``scope`` (a frame of
+    ``rows``), as literal predicates and values: Parquet's row-group statistics use them, so that
+    a partition whose replicas differ in their last tenth reads a tenth of its rows, and no job
+    broadcasts the scope (each broadcast is a Spark job of its own, even of rows the driver
+    holds). With it (many partitions: one predicate each is too many to plan), by a join."""
+    df = df.where(F.col("topic").isin(*sorted({r[0] for r in rows})))
+    if scope is not None:
+        return df.join(F.broadcast(scope), ["topic", "partition"]).where(F.col(offset) >= F.col("from_offset")).drop("from_offset")
+    if not rows:
+        return df.where(F.lit(False)).withColumn("brokers", F.array().cast("array<int>"))
+
+    def at(t: str, p: int) -> Column:
+        return (F.col("topic") == t) & (F.col("partition") == p)
+
+    brokers = reduce(lambda c, r: c.when(at(r[0], r[1]), F.array(*[F.lit(b) for b in r[3]]).cast("array<int>")),
+                     rows[1:], F.when(at(rows[0][0], rows[0][1]), F.array(*[F.lit(b) for b in rows[0][3]]).cast("array<int>")))
+    return df.where(reduce(operator.or_, [at(t, p) & (F.col(offset) >= start) for t, p, start, _ in rows])).withColumn("brokers", brokers)
+
+
+def in_partitions(df: DataFrame, partitions: list[tuple[str, int]]) -> DataFrame:
+    """The rows of ``df`` in ``partitions`` (a few), by literal predicates (no broadcast job)."""
+    topics = sorted({t for t, _ in partitions})
+    if not partitions:
+        return df.where(F.lit(False))
+    return df.where(F.col("topic").isin(*topics)).where(
+        reduce(operator.or_, [(F.col("topic") == t) & (F.col("partition") == p) for t, p in partitions]))
+
+
+def unshared_batches(batches: DataFrame, aborted: DataFrame | None = None) -> DataFrame:
+    """``not_everywhere`` for the batches of a scope (``in_scope``, with ``brokers``): the readable batches some
+    live replica lacks, each with ``brokers`` (its partition's live replicas) and ``_holders``,
+    the bit mask of those holding it (bit i: ``brokers[i]``; a long: 63 replicas of a partition,
+    far above any replication factor).
+
+    The mask says which replicas lack the batch, so each record of it meets, in one explode, the
+    replicas it is to be compared with (``scoped_record_diffs``), where the replica pairs were
+    joined with the batches once per pair and side. The replica counts and pairs come with the
+    scope, from the driver's rows: no job reads replica_logs for them."""
     key = BATCH_KEY
     cols = BATCH_COLS if aborted is None else [c for c in BATCH_COLS if c != "aborted"]
     b = batches.where(F.coalesce(F.col("crc_valid"), F.lit(True))).select(
-        "topic", "partition", "broker", "base_offset", "last_offset", "crc", *cols
+        "topic", "partition", "broker", "base_offset", "last_offset", "crc", "brokers", *cols
     )
-    replicas = replica_logs.where(F.col("dir_state") == "live").groupBy("topic", "partition").agg(
-        F.countDistinct("broker").alias("_replicas"))
-    # Distinct holders per batch by a window, each batch row keeping its own columns: grouped and
-    # joined back, the batches were one side of a join whose static size (the compressed Parquet
-    # of a table filtered to a few partitions) looked small enough to broadcast, and the driver
-    # then built a 72 MiB hash table of a 100 MB partition's 236,000 batches. (A set of holders
-    # per batch would be an object aggregate, which Spark sorts once it holds more than 128 keys.)
+    bit = F.expr("if(array_position(brokers, broker) > 0, shiftleft(1L, cast(array_position(brokers, broker) - 1 as int)), 0L)")
+    # distinct holders by a window, as not_everywhere (a replica holding a batch twice is one holder)
     by_holder = Window.partitionBy(*key).orderBy("broker")
-    first_of_holder = F.coalesce(F.lag("broker").over(by_holder) != F.col("broker"), F.lit(True)).cast("int")
-    held = b.withColumn("_new", first_of_holder).withColumn("_held", F.sum("_new").over(Window.partitionBy(*key)))
-    some = held.join(F.broadcast(replicas), ["topic", "partition"]).where(F.col("_held") < F.col("_replicas")).drop(
-        "_new", "_held", "_replicas")
+    first_of_holder = F.coalesce(F.lag("broker").over(by_holder) != F.col("broker"), F.lit(True))
+    held = b.withColumn("_bit", F.when(first_of_holder, bit).otherwise(F.lit(0).cast("long"))).withColumn(
+        "_holders", F.sum("_bit").over(Window.partitionBy(*key)))
+    everyone = F.expr("shiftleft(1L, size(brokers)) - 1")
+    some = held.where(F.col("_holders") != everyone).drop("_bit")
     if aborted is not None:
         some = some.join(aborted.withColumn("aborted", F.lit(True)), ["broker", "path", "position"], "left").withColumn(
             "aborted", F.coalesce(F.col("aborted"), F.lit(False)))
     return some
 
 
-def unmatched_sides(some: DataFrame, replica_logs: DataFrame) -> tuple[DataFrame, DataFrame]:
-    """``unmatched_batches`` from ``not_everywhere``'s batches: per pair, those one side holds and
-    the other lacks."""
-    pairs = replica_pairs(replica_logs)
+def scoped_record_diffs(records: DataFrame, some: DataFrame) -> DataFrame:
+    """``record_diffs`` from ``unshared_batches``: per (pair, offset) where two replicas differ.
 
-    def side(me: str, other: str) -> DataFrame:
-        mine = some.withColumnRenamed("broker", f"broker_{me}")
-        theirs = some.select(*BATCH_KEY, F.col("broker").alias(f"broker_{other}"))
-        return pairs.join(mine, ["topic", "partition", f"broker_{me}"]).join(theirs, [*BATCH_KEY, f"broker_{other}"], "left_anti")
+    Each record of an unshared batch goes, once per live replica lacking its batch, to the pair
+    of the two as side ``a`` (its broker the smaller) or ``b``; the sides are joined by offset as
+    ``record_diffs`` joins them, so the rows (duplicates of a batch held twice included) are the
+    same. Its cost is the records of the unshared batches, once per replica lacking them."""
+    recs = records.select(
+        "topic", "partition", "broker", F.col("path"), F.col("batch_position").alias("position"),
+        "offset", "timestamp_ms", "key_size", "value_size", "key_sha256", "value_sha256", "control_type",
+    )
+    j = some.join(recs, ["topic", "partition", "broker", "path", "position"])
+    lacking = F.expr("filter(brokers, (y, i) -> y != broker AND shiftright(_holders, i) & 1 = 0)")
+    x = j.withColumn("_other", F.explode(lacking)).select(
+        "topic", "partition", F.least("broker", "_other").alias("broker_a"), F.greatest("broker", "_other").alias("broker_b"),
+        (F.col("broker") < F.col("_other")).alias("_is_a"), "offset", record_details().alias("_rec"))
+    # both sides of each (pair, offset) in one shuffle, then their product as the full outer join
+    # makes it (a side lacking the offset is one null; a batch held twice, two rows)
+    sides = x.groupBy(*PAIR, "offset").agg(
+        F.collect_list(F.when(F.col("_is_a"), F.col("_rec"))).alias("_a"), F.collect_list(F.when(~F.col("_is_a"), F.col("_rec"))).alias("_b"))
+    j = sides.select(*PAIR, "offset", F.explode_outer("_a").alias("a"), "_b").select(*PAIR, "offset", "a", F.explode_outer("_b").alias("b"))
+    return _statused(j)
 
-    return side("a", "b"), side("b", "a")
 
-
-def unmatched_windows(unmatched: tuple[DataFrame, DataFrame]) -> DataFrame:
-    """Per replica, the offsets its unmatched batches span (topic, partition, broker, first and
-    last offset): the only records of that replica the comparison reads."""
-    ua, ub = unmatched
-    sides = [u.select("topic", "partition", F.col(f"broker_{s}").alias("broker"), "base_offset", "last_offset")
-             for u, s in ((ua, "a"), (ub, "b"))]
-    return sides[0].unionByName(sides[1]).groupBy("topic", "partition", "broker").agg(
-        F.min("base_offset").alias("first_offset"), F.max("last_offset").alias("last_offset"))
-
-
-def record_diffs(batches: DataFrame | None, records: DataFrame, replica_logs: DataFrame,
-                 unmatched: tuple[DataFrame, DataFrame] | None = None, windows: list | None = None) -> DataFrame:
-    """Per (pair, offset) where two replicas differ: status and both sides' record details.
-
-    ``batches`` must carry ``aborted`` (see ``with_txn_outcome``; read only when ``unmatched`` is
-    not given); ``unmatched``: their ``unmatched_batches``, if already planned; ``windows``: their ``unmatched_windows`` rows, if
-    collected: literal offset bounds that Parquet's row-group statistics can use, so that two
-    replicas differing in their last tenth read a tenth of their records, not all of them (a
-    join alone reads every record of the partition to find the few it keeps).
-    """
-    ua, ub = unmatched or unmatched_batches(batches, replica_logs)
-    live = live_records(records)
-    if windows:
-        live = live.where(reduce(operator.or_, [
-            (F.col("topic") == w["topic"]) & (F.col("partition") == w["partition"]) & (F.col("broker") == w["broker"])
-            & F.col("offset").between(w["first_offset"], w["last_offset"]) for w in windows]))
-    ra = _side_records(live, ua, "a")
-    rb = _side_records(live, ub, "b")
-    j = ra.join(rb, [*PAIR, "offset"], "full_outer")
+def _statused(j: DataFrame) -> DataFrame:
     status = (
         F.when(F.col("a").isNull(), "only_b")
         .when(F.col("b").isNull(), "only_a")
@@ -213,12 +263,15 @@ def record_diffs(batches: DataFrame | None, records: DataFrame, replica_logs: Da
     return j.withColumn("status", status).where(F.col("status").isNotNull())
 
 
-def diff_ranges(diffs: DataFrame, replica_logs: DataFrame) -> DataFrame:
-    """Contiguous runs of one status per pair, with counts, bytes, epochs, producers and evidence.
+def within(df: DataFrame, partitions: DataFrame, topics: list[str]) -> DataFrame:
+    """The rows of ``df`` in ``partitions`` (a small frame of topic, partition; ``topics``: its
+    topics, which prune the topic folders of a partitioned table before any file is read)."""
+    return df.where(F.col("topic").isin(*topics)).join(F.broadcast(partitions), ["topic", "partition"], "left_semi")
 
-    An ``only_*`` offset is classified against the lacking replica's own log: above its LEO it is
-    simply behind (benign), below its log start it was deleted (benign), inside it is a hole.
-    """
+
+def diff_ranges(diffs: DataFrame) -> DataFrame:
+    """Contiguous runs of one status per pair, with counts, bytes, epochs, producers and evidence
+    (what ``divergence`` reports of a range; loss reads the diffs themselves)."""
     d = islands(diffs, [*PAIR, "status"], name="_grp")
 
     def side_aggs(side: str) -> list:
@@ -243,14 +296,4 @@ def diff_ranges(diffs: DataFrame, replica_logs: DataFrame) -> DataFrame:
         F.min("offset").alias("first_offset"), F.max("offset").alias("last_offset"), F.count("*").alias("offsets"),
         *side_aggs("a"), *side_aggs("b"),
     ).drop("_grp")
-    rl = replica_logs.select("topic", "partition", "broker", "leo", "log_start_offset", "compacted", "hw_checkpoint")
-    for side in ("a", "b"):
-        g = g.join(
-            rl.select(
-                "topic", "partition", F.col("broker").alias(f"broker_{side}"),
-                *[F.col(c).alias(f"{c}_{side}") for c in ("leo", "log_start_offset", "compacted", "hw_checkpoint")],
-            ),
-            ["topic", "partition", f"broker_{side}"],
-            "left",
-        )
     return g
