@@ -50,19 +50,26 @@ RECOVERING = 1
 METADATA_EVENTS = from_arrow_schema(METADATA_EVENTS_SCHEMA)  # its columns: jobs.store.tables
 
 
-def _records(meta: DataFrame, types: tuple[str, ...]) -> DataFrame:
-    """The records of ``types``, one row per metadata offset whatever the number of copies."""
+def _records(meta: DataFrame, types: tuple[str, ...], by_topic_id: bool = False) -> DataFrame:
+    """The records of ``types``, one row per metadata offset whatever the number of copies.
+
+    ``by_topic_id``: only records that name a topic id, hashed by it before they are grouped, so
+    that the replay's grouping by topic id needs no shuffle of its own (``metadata_events``: one
+    Spark stage where there were two). A record's topic id is in its data (``topicId``), so its
+    copies all name the same one, and grouping by it as well groups the same copies."""
     m = meta.where(F.col("record_type").isin(*types) & F.col("error").isNull())
+    if by_topic_id:
+        m = m.where(F.col("topic_id").isNotNull()).repartition("topic_id")
     snap = F.col("file_kind") != "segment"
     m = m.withColumn("source", F.when(snap, "snapshot").otherwise("log"))
     m = m.withColumn("meta_offset", F.when(snap, F.coalesce(F.col("snapshot_end_offset") - 1, F.lit(-1))).otherwise(F.col("offset")))
     m = m.withColumn("seq", F.when(snap, F.col("offset")).otherwise(F.lit(0)))
-    return m.groupBy("meta_offset", "source", "seq", "record_type", "data_json").agg(
+    return m.groupBy(*(["topic_id"] if by_topic_id else []), "meta_offset", "source", "seq", "record_type", "data_json").agg(
         F.min("timestamp").alias("timestamp_ms"),
         F.sort_array(F.collect_set("broker")).alias("nodes"),
         F.min("path").alias("path"),
         F.min_by("batch_position", "path").alias("batch_position"),
-        F.first("topic_id", ignorenulls=True).alias("topic_id"),
+        *([] if by_topic_id else [F.first("topic_id", ignorenulls=True).alias("topic_id")]),
     )
 
 
@@ -302,16 +309,25 @@ def _prev_cols(prev: dict | None) -> dict:
     return {"prev_leader": prev.get("leader"), "prev_leader_epoch": prev.get("leader_epoch"), "prev_isr": prev.get("isr")}
 
 
-def metadata_events(meta: DataFrame) -> DataFrame:
+def metadata_events(meta: DataFrame, clear_elr: bool | None = None) -> DataFrame:
     """Per-partition events of the metadata log (``METADATA_EVENTS``), in metadata order. A
     ClearElrRecord names a topic (or none: every topic), not a topic id: it is replayed in the
-    group of every topic id, which applies it when the name is its own (a few records, in 4.x only)."""
-    recs = _records(meta, PARTITION_TYPES).where(F.col("topic_id").isNotNull())
-    if meta.where((F.col("record_type") == CLEAR_ELR) & F.col("error").isNull()).select("offset").collect():  # (a few, 4.x only)
+    group of every topic id, which applies it when the name is its own (a few records, in 4.x only).
+    ``clear_elr``: whether ``meta`` holds one, when the caller knows (``clear_elr_in``); else asked here."""
+    recs = _records(meta, PARTITION_TYPES, by_topic_id=True)
+    if clear_elr is None:
+        clear_elr = bool(meta.where((F.col("record_type") == CLEAR_ELR) & F.col("error").isNull()).select("offset").collect())
+    if clear_elr:  # (a few, 4.x only)
         # (only then: the copies, the topic ids' distinct and the cross join are three Spark
         # stages, where asking whether there is any is one scan)
         recs = recs.unionByName(_records(meta, (CLEAR_ELR,)).drop("topic_id").crossJoin(recs.select("topic_id").distinct()))
     return recs.groupBy("topic_id").applyInPandas(gc_frozen(_replay), METADATA_EVENTS)
+
+
+def clear_elr_in(records: list[dict]) -> bool:
+    """Whether metadata_records rows (``record_type`` and ``error``, read without Spark by the
+    caller: ``jobs.store.io.small_table`` filtered on ``CLEAR_ELR``) hold a readable ClearElrRecord."""
+    return any(r["record_type"] == CLEAR_ELR and r["error"] is None for r in records)
 
 
 BROKER_EVENTS = from_arrow_schema(BROKER_EVENTS_SCHEMA)  # its columns: jobs.store.tables
