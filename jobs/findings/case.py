@@ -41,12 +41,14 @@ from jobs.replicas.survivors import Survivor, survivors, survivors_frame
 from jobs.session.parallel import side_by_side
 from jobs.store.io import (
     collected,
+    collected_rows,
     collected_together,
     local_frame,
     read_table,
     row_count,
     small_table,
     write_empty_job_table,
+    write_local_table,
     write_table,
 )
 
@@ -180,7 +182,9 @@ class Case:
             overlapping = epoch_lineage.overlapping(starts)
             ranges = beside.submit(lambda: self._written(offset_ranges.build(t, self.replica_logs, overlapping), "offset_ranges"))
             lineage = epoch_lineage.build(epoch_lineage.starts_only(starts), self.replicas, self.logged_leaders)
-            self.epoch_lineage = self._written(local_frame(self.spark, lineage, epoch_lineage.SCHEMA).coalesce(1), "epoch_lineage")
+            write_local_table(self.out, "epoch_lineage", lineage, epoch_lineage.SCHEMA)
+            self.epoch_lineage = read_table(self.spark, self.out, "epoch_lineage")
+            self.__dict__["lineage"] = collected_rows([Row(**dict(zip(epoch_lineage.COLUMNS, r, strict=True))) for r in lineage])
             self.offset_ranges = ranges.result()
             broker_events = broker.result() if metadata_log else self._written_empty(metadata.broker_events(t["metadata_records"]),
                                                                                      "broker_events")

@@ -140,7 +140,9 @@ def build(t: dict[str, DataFrame], markers: list | None = None) -> DataFrame:
         .alias("epoch_entries"),
         F.first("_pm", ignorenulls=True)["id"].alias("topic_id"),
     )
-    r = r.join(lists, key, "left")
+    # (both sides are hashed by replica already: a merge join needs no shuffle, where Spark chose to
+    # broadcast the lists, a Spark job of its own)
+    r = r.join(lists.hint("merge"), key, "left")
     r = r.withColumn("dir_state", F.lit("live")).withColumn("first_epoch", F.col("epoch_entries")[0]["epoch"]).withColumn(
         "last_epoch", F.element_at("epoch_entries", -1)["epoch"])
     r = with_clean_shutdown(r, t["clean_shutdown"], markers)
