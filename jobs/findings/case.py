@@ -160,24 +160,22 @@ class Case:
         back in one query (``collected_together``); the metadata log's tables are not computed when
         ingest found no metadata log."""
         t = self.tables
-        metadata_log = row_count(self.out, "metadata_records") > 0
+        has_metadata_log = row_count(self.out, "metadata_records") > 0
         with side_by_side(1, "kf-job") as beside:
             stage("jobs: replica logs, metadata log")
-            if metadata_log:
+            if has_metadata_log:
                 clear_elr = metadata.clear_elr_in(small_table(self.out, "metadata_records", ["record_type", "error"],
                                                               filters=[("record_type", "=", metadata.CLEAR_ELR)]))
                 events = focused_events(metadata.metadata_events(t["metadata_records"], clear_elr), self.focus)
                 meta = beside.submit(self._written, events, "metadata_events")
             markers = small_table(self.out, "clean_shutdown", ["broker", "log_dir"])
             self.replica_logs = self._written(replica_logs.build(t, markers), "replica_logs")
-            self.metadata_events = meta.result() if metadata_log else self._written_empty(
+            self.metadata_events = meta.result() if has_metadata_log else self._written_empty(
                 focused_events(metadata.metadata_events(t["metadata_records"], False), self.focus), "metadata_events")
             stage("jobs: epoch lineage, offset ranges")
-            if metadata_log:
-                broker = beside.submit(self._written, metadata.broker_events(t["metadata_records"]), "broker_events")
-            starts, meta_rows, log_rows, replicas = collected_together(
+            starts, meta_rows, log_rows, replicas, brokers = collected_together(
                 epoch_lineage.epoch_starts(t, overlaps=True), *epoch_lineage.leadership_events(self.metadata_events, t["log_events"]),
-                self.replica_logs)
+                self.replica_logs, metadata.broker_records(t["metadata_records"]))
             self.__dict__["replicas"], self.__dict__["leadership_events"] = replicas, (meta_rows, log_rows)
             overlapping = epoch_lineage.overlapping(starts)
             ranges = beside.submit(lambda: self._written(offset_ranges.build(t, self.replica_logs, overlapping), "offset_ranges"))
@@ -186,8 +184,9 @@ class Case:
             self.epoch_lineage = read_table(self.spark, self.out, "epoch_lineage")
             self.__dict__["lineage"] = collected_rows([Row(**dict(zip(epoch_lineage.COLUMNS, r, strict=True))) for r in lineage])
             self.offset_ranges = ranges.result()
-            broker_events = broker.result() if metadata_log else self._written_empty(metadata.broker_events(t["metadata_records"]),
-                                                                                     "broker_events")
+            # (in the schema Spark gives broker_events: a DataFrame's schema is known without a job)
+            write_local_table(self.out, "broker_events", metadata.broker_event_rows(brokers), metadata.broker_events(t["metadata_records"]).schema)
+            broker_events = read_table(self.spark, self.out, "broker_events")
 
         def write_timeline() -> None:
             stage("jobs: timeline")

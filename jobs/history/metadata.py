@@ -357,3 +357,60 @@ def broker_events(meta: DataFrame) -> DataFrame:
         F.when(F.col("timestamp_ms") >= 0, F.timestamp_millis("timestamp_ms")).alias("time"),
         event.alias("event"), detail.alias("detail"), "source", "nodes", "path", "batch_position",
     )
+
+
+def broker_records(meta: DataFrame) -> DataFrame:
+    """The metadata log's records ``broker_events`` reads (``BROKER_TYPES``, log segments only),
+    one row per record and copy: a few per broker registration, fencing or shutdown, collected
+    (``broker_event_rows``)."""
+    m = meta.where(F.col("record_type").isin(*BROKER_TYPES) & F.col("error").isNull()
+                   & ~F.coalesce(F.col("file_kind") != "segment", F.lit(False)))
+    return m.select("broker", "path", "batch_position", "offset", "timestamp", "record_type", "data_json")
+
+
+def _json_text(data, key: str) -> str | None:
+    """``get_json_object(json, '$.key')`` of parsed JSON ``data``: a string as is, any other value as JSON text."""
+    v = data.get(key) if isinstance(data, dict) else None
+    if v is None or isinstance(v, str):
+        return v
+    return json.dumps(v, separators=(",", ":"))
+
+
+def _as_int(text: str | None) -> int | None:
+    """A JSON value's text as an int, None where Spark's cast to int has none."""
+    try:
+        i = int(text)
+    except (TypeError, ValueError):
+        return None
+    return i if -2**31 <= i < 2**31 else None
+
+
+def broker_event_rows(records: list) -> list[tuple]:
+    """broker_events' rows (in ``broker_events``' columns) from the collected ``broker_records``:
+    the copies of one record merged as ``_records`` merges them, each described as ``broker_events``
+    describes it. Why on the driver: per event, and in Spark the merge was a shuffle and the table a
+    write of its own, two Spark jobs for a few rows; the events are the same (``time`` in microseconds)."""
+    groups: dict[tuple, list] = {}
+    for r in records:
+        groups.setdefault((r["offset"], r["record_type"], r["data_json"]), []).append(r)
+    out = []
+    for (offset, rt, text), rs in groups.items():
+        ts = min((r["timestamp"] for r in rs if r["timestamp"] is not None), default=None)
+        placed = [r for r in rs if r["path"] is not None]
+        first = min(placed, key=lambda r: r["path"]) if placed else None
+        try:
+            data = json.loads(text) if text is not None else None
+        except ValueError:
+            data = None
+        node = _as_int(next((v for v in (_json_text(data, k) for k in ("brokerId", "id", "controllerId")) if v is not None), None))
+        fenced, ics = _as_int(_json_text(data, "fenced")), _as_int(_json_text(data, "inControlledShutdown"))
+        event = {"REGISTER_BROKER_RECORD": "registered", "UNREGISTER_BROKER_RECORD": "unregistered", "FENCE_BROKER_RECORD": "fenced",
+                 "UNFENCE_BROKER_RECORD": "unfenced", "REGISTER_CONTROLLER_RECORD": "controller_registered"}.get(rt)
+        if event is None:
+            event = ("controlled_shutdown" if ics == 1 else "fenced" if fenced == 1 else "unfenced" if fenced == -1
+                     else "registration_change")
+        note = " (fenced until it catches up)" if rt == "REGISTER_BROKER_RECORD" and _json_text(data, "fenced") == "true" else ""
+        out.append((node, offset, ts * 1000 if ts is not None and ts >= 0 else None, event,
+                    None if node is None else f"node {node} {event}{note}", "log", sorted({r["broker"] for r in rs if r["broker"] is not None}),
+                    None if first is None else first["path"], None if first is None else first["batch_position"]))
+    return out
