@@ -156,9 +156,10 @@ class Case:
         Why so few Spark jobs (each ~0.1 s whatever its rows): the small inputs the tables need
         (clean-shutdown markers, whether a ClearElrRecord exists, whether there is a metadata log at
         all) are read from the files without Spark; the small frames the driver decides from (the
-        epoch starts with the replicas whose runs overlap, the leadership events, replica_logs) come
-        back in one query (``collected_together``); the metadata log's tables are not computed when
-        ingest found no metadata log."""
+        epoch starts with the replicas whose runs overlap, the leadership events, replica_logs, the
+        broker records) come back in one query (``collected_together``); the tables decided on the
+        driver (epoch_lineage, broker_events) are written by pyarrow (``write_local_table``); the
+        metadata log's tables are not computed when ingest found no metadata log."""
         t = self.tables
         has_metadata_log = row_count(self.out, "metadata_records") > 0
         with side_by_side(1, "kf-job") as beside:
