@@ -39,7 +39,18 @@ from jobs.replicas.metadata_log import MetadataLogComparison, read_comparison
 from jobs.replicas.replica_logs import live_segment_batches
 from jobs.replicas.survivors import Survivor, survivors, survivors_frame
 from jobs.session.parallel import side_by_side
-from jobs.store.io import collected, local_frame, read_table, write_table
+from jobs.store.io import (
+    collected,
+    collected_rows,
+    collected_together,
+    local_frame,
+    read_table,
+    row_count,
+    small_table,
+    write_empty_job_table,
+    write_local_table,
+    write_table,
+)
 
 INPUT_TABLES = ["brokers", "files", "batches", "batch_runs", "records", "checkpoints", "leader_epochs", "partition_metadata",
                 "clean_shutdown", "problems", "index_files", "index_entries", "producer_states", "metadata_records", "consumer_offsets",
@@ -140,19 +151,43 @@ class Case:
     def write_job_tables(self, stage: Callable[[str], None] = lambda name: None, pool: Executor | None = None) -> None:
         """Each job table once, two at a time where one does not read the other (``side_by_side``:
         a small collection's job is mostly Spark planning it on one JVM thread, and the other core
-        sat half idle)."""
+        sat half idle).
+
+        Why so few Spark jobs (each ~0.1 s whatever its rows): the small inputs the tables need
+        (clean-shutdown markers, whether a ClearElrRecord exists, whether there is a metadata log at
+        all) are read from the files without Spark; the small frames the driver decides from (the
+        epoch starts with the replicas whose runs overlap, the leadership events, replica_logs, the
+        broker records) come back in one query (``collected_together``); the tables decided on the
+        driver (epoch_lineage, broker_events) are written by pyarrow (``write_local_table``); the
+        metadata log's tables are not computed when ingest found no metadata log."""
         t = self.tables
+        has_metadata_log = row_count(self.out, "metadata_records") > 0
         with side_by_side(1, "kf-job") as beside:
             stage("jobs: replica logs, metadata log")
-            meta = beside.submit(self._written, focused_events(metadata.metadata_events(t["metadata_records"]), self.focus), "metadata_events")
-            self.replica_logs = self._written(replica_logs.build(t), "replica_logs")
-            self.metadata_events = meta.result()
+            if has_metadata_log:
+                clear_elr = metadata.clear_elr_in(small_table(self.out, "metadata_records", ["record_type", "error"],
+                                                              filters=[("record_type", "=", metadata.CLEAR_ELR)]))
+                events = focused_events(metadata.metadata_events(t["metadata_records"], clear_elr), self.focus)
+                meta = beside.submit(self._written, events, "metadata_events")
+            markers = small_table(self.out, "clean_shutdown", ["broker", "log_dir"])
+            self.replica_logs = self._written(replica_logs.build(t, markers), "replica_logs")
+            self.metadata_events = meta.result() if has_metadata_log else self._written_empty(
+                focused_events(metadata.metadata_events(t["metadata_records"], False), self.focus), "metadata_events")
             stage("jobs: epoch lineage, offset ranges")
-            ranges = beside.submit(lambda: self._written(offset_ranges.build(t, self.replica_logs), "offset_ranges"))
-            broker = beside.submit(lambda: self._written(metadata.broker_events(t["metadata_records"]), "broker_events"))
-            lineage = epoch_lineage.build(epoch_lineage.epoch_starts(t).collect(), self.replicas, self.logged_leaders)
-            self.epoch_lineage = self._written(local_frame(self.spark, lineage, epoch_lineage.SCHEMA).coalesce(1), "epoch_lineage")
-            self.offset_ranges, broker_events = ranges.result(), broker.result()
+            starts, meta_rows, log_rows, replicas, brokers = collected_together(
+                epoch_lineage.epoch_starts(t, overlaps=True), *epoch_lineage.leadership_events(self.metadata_events, t["log_events"]),
+                self.replica_logs, metadata.broker_records(t["metadata_records"]))
+            self.__dict__["replicas"], self.__dict__["leadership_events"] = replicas, (meta_rows, log_rows)
+            overlapping = epoch_lineage.overlapping(starts)
+            ranges = beside.submit(lambda: self._written(offset_ranges.build(t, self.replica_logs, overlapping), "offset_ranges"))
+            lineage = epoch_lineage.build(epoch_lineage.starts_only(starts), self.replicas, self.logged_leaders)
+            write_local_table(self.out, "epoch_lineage", lineage, epoch_lineage.SCHEMA)
+            self.epoch_lineage = read_table(self.spark, self.out, "epoch_lineage")
+            self.__dict__["lineage"] = collected_rows([Row(**dict(zip(epoch_lineage.COLUMNS, r, strict=True))) for r in lineage])
+            self.offset_ranges = ranges.result()
+            # (in the schema Spark gives broker_events: a DataFrame's schema is known without a job)
+            write_local_table(self.out, "broker_events", metadata.broker_event_rows(brokers), metadata.broker_events(t["metadata_records"]).schema)
+            broker_events = read_table(self.spark, self.out, "broker_events")
 
         def write_timeline() -> None:
             stage("jobs: timeline")
@@ -173,6 +208,12 @@ class Case:
     def _written(self, df: DataFrame, name: str) -> DataFrame:
         """``df`` written as job table ``name``, and that table as the detectors read it (see the module doc)."""
         write_table(df, self.out, name)
+        return read_table(self.spark, self.out, name)
+
+    def _written_empty(self, df: DataFrame, name: str) -> DataFrame:
+        """Job table ``name`` written empty in ``df``'s schema (``write_empty_job_table``: no Spark
+        job), for a table whose input is empty; read back as ``_written`` reads."""
+        write_empty_job_table(self.out, name, df.schema)
         return read_table(self.spark, self.out, name)
 
     def shared(self, fn: Callable[[Case], Any]) -> Any:

@@ -50,19 +50,26 @@ RECOVERING = 1
 METADATA_EVENTS = from_arrow_schema(METADATA_EVENTS_SCHEMA)  # its columns: jobs.store.tables
 
 
-def _records(meta: DataFrame, types: tuple[str, ...]) -> DataFrame:
-    """The records of ``types``, one row per metadata offset whatever the number of copies."""
+def _records(meta: DataFrame, types: tuple[str, ...], by_topic_id: bool = False) -> DataFrame:
+    """The records of ``types``, one row per metadata offset whatever the number of copies.
+
+    ``by_topic_id``: only records that name a topic id, hashed by it before they are grouped, so
+    that the replay's grouping by topic id needs no shuffle of its own (``metadata_events``: one
+    Spark stage where there were two). A record's topic id is in its data (``topicId``), so its
+    copies all name the same one, and grouping by it as well groups the same copies."""
     m = meta.where(F.col("record_type").isin(*types) & F.col("error").isNull())
+    if by_topic_id:
+        m = m.where(F.col("topic_id").isNotNull()).repartition("topic_id")
     snap = F.col("file_kind") != "segment"
     m = m.withColumn("source", F.when(snap, "snapshot").otherwise("log"))
     m = m.withColumn("meta_offset", F.when(snap, F.coalesce(F.col("snapshot_end_offset") - 1, F.lit(-1))).otherwise(F.col("offset")))
     m = m.withColumn("seq", F.when(snap, F.col("offset")).otherwise(F.lit(0)))
-    return m.groupBy("meta_offset", "source", "seq", "record_type", "data_json").agg(
+    return m.groupBy(*(["topic_id"] if by_topic_id else []), "meta_offset", "source", "seq", "record_type", "data_json").agg(
         F.min("timestamp").alias("timestamp_ms"),
         F.sort_array(F.collect_set("broker")).alias("nodes"),
         F.min("path").alias("path"),
         F.min_by("batch_position", "path").alias("batch_position"),
-        F.first("topic_id", ignorenulls=True).alias("topic_id"),
+        *([] if by_topic_id else [F.first("topic_id", ignorenulls=True).alias("topic_id")]),
     )
 
 
@@ -302,16 +309,25 @@ def _prev_cols(prev: dict | None) -> dict:
     return {"prev_leader": prev.get("leader"), "prev_leader_epoch": prev.get("leader_epoch"), "prev_isr": prev.get("isr")}
 
 
-def metadata_events(meta: DataFrame) -> DataFrame:
+def metadata_events(meta: DataFrame, clear_elr: bool | None = None) -> DataFrame:
     """Per-partition events of the metadata log (``METADATA_EVENTS``), in metadata order. A
     ClearElrRecord names a topic (or none: every topic), not a topic id: it is replayed in the
-    group of every topic id, which applies it when the name is its own (a few records, in 4.x only)."""
-    recs = _records(meta, PARTITION_TYPES).where(F.col("topic_id").isNotNull())
-    if meta.where((F.col("record_type") == CLEAR_ELR) & F.col("error").isNull()).select("offset").collect():  # (a few, 4.x only)
+    group of every topic id, which applies it when the name is its own (a few records, in 4.x only).
+    ``clear_elr``: whether ``meta`` holds one, when the caller knows (``clear_elr_in``); else asked here."""
+    recs = _records(meta, PARTITION_TYPES, by_topic_id=True)
+    if clear_elr is None:
+        clear_elr = bool(meta.where((F.col("record_type") == CLEAR_ELR) & F.col("error").isNull()).select("offset").collect())
+    if clear_elr:  # (a few, 4.x only)
         # (only then: the copies, the topic ids' distinct and the cross join are three Spark
         # stages, where asking whether there is any is one scan)
         recs = recs.unionByName(_records(meta, (CLEAR_ELR,)).drop("topic_id").crossJoin(recs.select("topic_id").distinct()))
     return recs.groupBy("topic_id").applyInPandas(gc_frozen(_replay), METADATA_EVENTS)
+
+
+def clear_elr_in(records: list[dict]) -> bool:
+    """Whether metadata_records rows (``record_type`` and ``error``, read without Spark by the
+    caller: ``jobs.store.io.small_table`` filtered on ``CLEAR_ELR``) hold a readable ClearElrRecord."""
+    return any(r["record_type"] == CLEAR_ELR and r["error"] is None for r in records)
 
 
 BROKER_EVENTS = from_arrow_schema(BROKER_EVENTS_SCHEMA)  # its columns: jobs.store.tables
@@ -341,3 +357,60 @@ def broker_events(meta: DataFrame) -> DataFrame:
         F.when(F.col("timestamp_ms") >= 0, F.timestamp_millis("timestamp_ms")).alias("time"),
         event.alias("event"), detail.alias("detail"), "source", "nodes", "path", "batch_position",
     )
+
+
+def broker_records(meta: DataFrame) -> DataFrame:
+    """The metadata log's records ``broker_events`` reads (``BROKER_TYPES``, log segments only),
+    one row per record and copy: a few per broker registration, fencing or shutdown, collected
+    (``broker_event_rows``)."""
+    m = meta.where(F.col("record_type").isin(*BROKER_TYPES) & F.col("error").isNull()
+                   & ~F.coalesce(F.col("file_kind") != "segment", F.lit(False)))
+    return m.select("broker", "path", "batch_position", "offset", "timestamp", "record_type", "data_json")
+
+
+def _json_text(data, key: str) -> str | None:
+    """``get_json_object(json, '$.key')`` of parsed JSON ``data``: a string as is, any other value as JSON text."""
+    v = data.get(key) if isinstance(data, dict) else None
+    if v is None or isinstance(v, str):
+        return v
+    return json.dumps(v, separators=(",", ":"))
+
+
+def _as_int(text: str | None) -> int | None:
+    """A JSON value's text as an int, None where Spark's cast to int has none."""
+    try:
+        i = int(text)
+    except (TypeError, ValueError):
+        return None
+    return i if -2**31 <= i < 2**31 else None
+
+
+def broker_event_rows(records: list) -> list[tuple]:
+    """broker_events' rows (in ``broker_events``' columns) from the collected ``broker_records``:
+    the copies of one record merged as ``_records`` merges them, each described as ``broker_events``
+    describes it. Why on the driver: per event, and in Spark the merge was a shuffle and the table a
+    write of its own, two Spark jobs for a few rows; the events are the same (``time`` in microseconds)."""
+    groups: dict[tuple, list] = {}
+    for r in records:
+        groups.setdefault((r["offset"], r["record_type"], r["data_json"]), []).append(r)
+    out = []
+    for (offset, rt, text), rs in groups.items():
+        ts = min((r["timestamp"] for r in rs if r["timestamp"] is not None), default=None)
+        placed = [r for r in rs if r["path"] is not None]
+        first = min(placed, key=lambda r: r["path"]) if placed else None
+        try:
+            data = json.loads(text) if text is not None else None
+        except ValueError:
+            data = None
+        node = _as_int(next((v for v in (_json_text(data, k) for k in ("brokerId", "id", "controllerId")) if v is not None), None))
+        fenced, ics = _as_int(_json_text(data, "fenced")), _as_int(_json_text(data, "inControlledShutdown"))
+        event = {"REGISTER_BROKER_RECORD": "registered", "UNREGISTER_BROKER_RECORD": "unregistered", "FENCE_BROKER_RECORD": "fenced",
+                 "UNFENCE_BROKER_RECORD": "unfenced", "REGISTER_CONTROLLER_RECORD": "controller_registered"}.get(rt)
+        if event is None:
+            event = ("controlled_shutdown" if ics == 1 else "fenced" if fenced == 1 else "unfenced" if fenced == -1
+                     else "registration_change")
+        note = " (fenced until it catches up)" if rt == "REGISTER_BROKER_RECORD" and _json_text(data, "fenced") == "true" else ""
+        out.append((node, offset, ts * 1000 if ts is not None and ts >= 0 else None, event,
+                    None if node is None else f"node {node} {event}{note}", "log", sorted({r["broker"] for r in rs if r["broker"] is not None}),
+                    None if first is None else first["path"], None if first is None else first["batch_position"]))
+    return out

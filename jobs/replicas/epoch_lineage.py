@@ -29,7 +29,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from pyspark.sql import DataFrame
+from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
@@ -146,30 +146,62 @@ def decide_leaders(lin: list[dict]) -> list[dict]:
     return lin
 
 
-def epoch_starts(t: dict[str, DataFrame]) -> DataFrame:
+def epoch_starts(t: dict[str, DataFrame], overlaps: bool = False) -> DataFrame:
     """Per replica and leader epoch: where its batches and its leader-epoch-checkpoint start the epoch.
 
     Why one aggregate: the batches' epochs (``batch_runs``) and the checkpoint's were two
     aggregates and a full outer join, a Spark stage each, a fixed cost that dwarfed a small
     collection's rows. Here both kinds' rows are stacked and grouped once; a row with a null in
-    its key stays with its own kind (``_apart``), as it stayed unmatched in the join."""
-    runs = live_segment_batches(t["batch_runs"]).where(F.col("partition_leader_epoch").isNotNull() & (F.col("partition_leader_epoch") >= 0))
-    runs = runs.select(*REPLICA_KEY, F.col("partition_leader_epoch").alias("leader_epoch"), "first_offset", "last_offset", "record_count",
-                       "first_timestamp", "last_timestamp", F.lit("batches").alias("_kind"))
+    its key stays with its own kind (``_apart``), as it stayed unmatched in the join.
+
+    ``overlaps``: each row also says whether two of its replica's runs share an offset
+    (``runs_overlap``, ``offset_ranges.overlapping_replicas``' running maximum), in the same
+    stage: the runs are hashed by replica for that window, which also groups them by epoch. The
+    runs without an epoch count there only, in rows of their own (``_apart`` "overlap_only",
+    ``starts_only`` drops them)."""
+    runs = live_segment_batches(t["batch_runs"])
+    epoch = F.col("partition_leader_epoch")
+    with_epoch = epoch.isNotNull() & (epoch >= 0)
+    if not overlaps:
+        runs = runs.where(with_epoch)
+    runs = runs.select(*REPLICA_KEY, epoch.alias("leader_epoch"), "first_offset", "last_offset", "record_count",
+                       "first_timestamp", "last_timestamp", F.when(with_epoch, F.lit("batches")).otherwise("overlap_only").alias("_kind"),
+                       *(["path", "position"] if overlaps else []))
     le = t["leader_epochs"].where(F.col("dir_state") == "live").select(
         *REPLICA_KEY, F.col("epoch").alias("leader_epoch"), F.col("start_offset").alias("_cp_start"), F.lit("checkpoint").alias("_kind"))
     rows = runs.unionByName(le, allowMissingColumns=True)
     whole = F.lit(True)
     for c in (*REPLICA_KEY, "leader_epoch"):
         whole = whole & F.col(c).isNotNull()
-    return rows.groupBy(*REPLICA_KEY, "leader_epoch", F.when(~whole, F.col("_kind")).alias("_apart")).agg(
+    apart = F.when(~whole, F.col("_kind"))
+    extra = []
+    if overlaps:
+        w = Window.partitionBy(*REPLICA_KEY).orderBy("first_offset", "path", "position")
+        seen = F.max("last_offset").over(w.rowsBetween(Window.unboundedPreceding, -1))
+        rows = rows.withColumn("_overlap", F.coalesce(F.col("first_offset") <= seen, F.lit(False)))
+        apart = F.when(F.col("_kind") == "overlap_only", F.col("_kind")).otherwise(apart)
+        extra = [F.max("_overlap").alias("runs_overlap")]
+    return rows.groupBy(*REPLICA_KEY, "leader_epoch", apart.alias("_apart")).agg(
         F.min("_cp_start").alias("checkpoint_start_offset"),
         F.min("first_offset").alias("batch_start_offset"),
         F.max("last_offset").alias("batch_end_offset"),
         F.sum("record_count").cast("long").alias("batch_records"),
         F.min("first_timestamp").alias("first_timestamp"),
         F.max("last_timestamp").alias("last_timestamp"),
-    ).drop("_apart")
+        *extra,
+    ).drop(*([] if overlaps else ["_apart"]))
+
+
+def starts_only(rows: list) -> list:
+    """The rows of ``epoch_starts(t, overlaps=True)`` that are epoch starts (not a replica's runs
+    without an epoch, there only for ``runs_overlap``)."""
+    return [r for r in rows if r["_apart"] != "overlap_only"]
+
+
+def overlapping(rows: list) -> list[dict]:
+    """The replicas (``REPLICA_KEY`` dicts) whose runs overlap, from ``epoch_starts(t, overlaps=True)`` rows."""
+    return [dict(zip(REPLICA_KEY, k, strict=True)) for k in sorted({tuple(r[c] for c in REPLICA_KEY) for r in rows if r["runs_overlap"]},
+                                                                  key=repr)]
 
 
 # the table's Spark schema, as Spark wrote it when it computed the table (batch_records: coalesced, never null)

@@ -45,29 +45,48 @@ def overlapping_replicas(runs: DataFrame) -> DataFrame:
 def build(t: dict[str, DataFrame], replica_logs: DataFrame, overlapping: list | None = None) -> DataFrame:
     """The offset_ranges table. Data ranges are joined from ``batch_runs`` (a few rows a segment);
     the batches themselves are read only for ``overlapping`` replicas (``overlapping_replicas``
-    rows, collected by the caller; None: worked out here), where runs interleave."""
+    rows, collected by the caller; None: worked out here), where runs interleave.
+
+    Why one stream: the runs (or batches), and each replica's replica_logs row (its log start and
+    whether it is compacted, which name a hole's reason), are hashed by replica once, and the
+    islands, the ranges, the holes after them and their reasons are windows and an aggregate over
+    that one shuffle; each range row then yields itself and the hole after it. Computed as a union
+    of ranges and holes joined to replica_logs, it was two shuffles of the same runs and a
+    broadcast, a Spark job each."""
     runs = live_segment_batches(t["batch_runs"]).select(
         *REPLICA_KEY, "path", "position", F.col("first_offset").alias("base_offset"), "end_offset", "last_offset",
         "records", "bytes", F.coalesce("partition_leader_epoch", F.lit(-1)).alias("leader_epoch"),
     )
     if overlapping is None:
         overlapping = overlapping_replicas(runs.withColumnRenamed("base_offset", "first_offset")).collect()
-    cols = ["base_offset", "last_offset", "records", "bytes", "leader_epoch", "path", "position"]
-    r = islands(runs, REPLICA_KEY, start="base_offset", end="end_offset", order=["base_offset", "path", "position"],
-                same=["leader_epoch"], name="_grp").select(*REPLICA_KEY, "_grp", *cols)
+    cols = ["base_offset", "end_offset", "last_offset", "records", "bytes", "leader_epoch", "path", "position"]
+    r = runs.select(*REPLICA_KEY, *cols)
     if overlapping:
         over = F.lit(False)
         for o in overlapping:
             over = over | ((F.col("topic") == o["topic"]) & (F.col("partition") == o["partition"]) & (F.col("broker") == o["broker"]))
+        # (their batches end at their last offset, and are ordered by position alone: ``_path`` is null)
         b = live_segment_batches(t["batches"]).where(over).select(
-            *REPLICA_KEY, "path", "position", "base_offset", "last_offset",
+            *REPLICA_KEY, "path", "position", "base_offset", F.col("last_offset").alias("end_offset"), "last_offset",
             F.when(~F.col("is_control"), F.col("record_count")).otherwise(0).cast("long").alias("records"),
             F.col("size").alias("bytes"), F.coalesce("partition_leader_epoch", F.lit(-1)).alias("leader_epoch"),
-        )
-        b = islands(b, REPLICA_KEY, start="base_offset", end="last_offset", order=["base_offset", "position"], same=["leader_epoch"],
-                    name="_grp").select(*REPLICA_KEY, "_grp", *cols)
-        r = r.where(~over).unionByName(b)
-    data = r.groupBy(*REPLICA_KEY, "_grp").agg(
+        ).withColumn("_batch", F.lit(True))
+        r = r.where(~over).unionByName(b, allowMissingColumns=True)
+    else:
+        r = r.withColumn("_batch", F.lit(None).cast("boolean"))
+    whole = F.lit(True)
+    for c in REPLICA_KEY:
+        whole = whole & F.col(c).isNotNull()
+    # each replica's log start and compaction, as the rows of its replica_logs (a null key matches none)
+    rl = replica_logs.where(whole).select(*REPLICA_KEY, F.col("log_start_offset").alias("_log_start"), F.col("compacted").alias("_compacted"),
+                                          F.lit(True).alias("_rl"))
+    r = r.withColumn("_path", F.when(F.col("_batch").isNull(), F.col("path")))
+    stream = r.unionByName(rl, allowMissingColumns=True)
+    replica = Window.partitionBy(*REPLICA_KEY)
+    stream = stream.withColumn("_log_start", F.max("_log_start").over(replica)).withColumn("_compacted", F.max("_compacted").over(replica))
+    ranges = islands(stream, REPLICA_KEY, start="base_offset", end="end_offset", order=["base_offset", "_path", "position"],
+                     same=["leader_epoch"], name="_grp").where(F.col("_rl").isNull())
+    data = ranges.groupBy(*REPLICA_KEY, "_grp").agg(
         F.min("base_offset").alias("first_offset"),
         F.max("last_offset").alias("last_offset"),
         F.first("leader_epoch").alias("leader_epoch"),
@@ -75,33 +94,24 @@ def build(t: dict[str, DataFrame], replica_logs: DataFrame, overlapping: list | 
         F.sum("bytes").cast("long").alias("bytes"),
         F.min_by("path", "base_offset").alias("path"),
         F.min_by("position", "base_offset").alias("position"),
+        F.max("_log_start").alias("_log_start"),
+        F.max("_compacted").alias("_compacted"),
     )
-    data = data.withColumn("kind", F.lit("data")).withColumn("reason", F.lit(None).cast("string"))
 
     # Holes: between consecutive data ranges whose offsets are not adjacent.
     w2 = Window.partitionBy(*REPLICA_KEY).orderBy("first_offset")
     nxt = data.withColumn("_next_first", F.lead("first_offset").over(w2)).withColumn(
-        "_next_path", F.lead("path").over(w2)
-    ).withColumn("_next_position", F.lead("position").over(w2))
-    holes = nxt.where(F.col("_next_first") > F.col("last_offset") + 1).select(
-        *REPLICA_KEY,
-        (F.col("last_offset") + 1).alias("first_offset"),
-        (F.col("_next_first") - 1).alias("last_offset"),
-        F.lit(None).cast("int").alias("leader_epoch"),
-        F.lit(0).cast("long").alias("records"),
-        F.lit(0).cast("long").alias("bytes"),
-        F.col("_next_path").alias("path"),
-        F.col("_next_position").alias("position"),
-        F.col("path").alias("_prev_path"),
-    )
-    rl = replica_logs.select(*REPLICA_KEY, "compacted", "log_start_offset")
-    holes = holes.join(rl, REPLICA_KEY, "left").withColumn(
-        "reason",
-        F.when(F.col("last_offset") < F.col("log_start_offset"), "log_start")
-        .when(F.col("compacted"), "compaction")
-        .otherwise("unexplained"),
-    ).withColumn("kind", F.lit("hole")).withColumn("at_segment_boundary", F.col("path") != F.col("_prev_path"))
-    data = data.withColumn("at_segment_boundary", F.lit(None).cast("boolean"))
-    cols = [*REPLICA_KEY, "first_offset", "last_offset", "leader_epoch", "kind", "reason", "at_segment_boundary", "records",
-            "bytes", "path", "position"]
-    return data.select(*cols).unionByName(holes.select(*cols))
+        "_next_path", F.lead("path").over(w2)).withColumn("_next_position", F.lead("position").over(w2))
+    first, last = F.col("last_offset") + 1, F.col("_next_first") - 1
+    kept = [F.col(c).alias(c) for c in REPLICA_KEY]
+    range_row = F.struct(*kept, F.col("first_offset"), F.col("last_offset"), F.col("leader_epoch"), F.lit("data").alias("kind"),
+                         F.lit(None).cast("string").alias("reason"), F.lit(None).cast("boolean").alias("at_segment_boundary"),
+                         F.col("records"), F.col("bytes"), F.col("path"), F.col("position"))
+    hole_row = F.when(F.col("_next_first") > F.col("last_offset") + 1, F.struct(
+        *kept, first.alias("first_offset"), last.alias("last_offset"), F.lit(None).cast("int").alias("leader_epoch"),
+        F.lit("hole").alias("kind"),
+        F.when(last < F.col("_log_start"), "log_start").when(F.col("_compacted"), "compaction").otherwise("unexplained").alias("reason"),
+        (F.col("_next_path") != F.col("path")).alias("at_segment_boundary"),
+        F.lit(0).cast("long").alias("records"), F.lit(0).cast("long").alias("bytes"), F.col("_next_path").alias("path"),
+        F.col("_next_position").alias("position")))
+    return nxt.select(F.inline(F.filter(F.array(range_row, hole_row), lambda x: x.isNotNull())))

@@ -51,23 +51,27 @@ CHECKPOINT_COLUMNS = {"replication_offset": "hw_checkpoint", "recovery_point": "
 MAX_MARKER_LITERALS = 256  # log dirs with a clean-shutdown marker named in one expression; past it, joined
 
 
-def with_clean_shutdown(r: DataFrame, markers: DataFrame) -> DataFrame:
+def with_clean_shutdown(r: DataFrame, markers: DataFrame, held: list | None = None) -> DataFrame:
     """``r`` with ``_marker``: whether its (broker, log_dir) holds a ``.kafka_cleanshutdown``
-    marker. The markers are one per log dir, so they are collected (a scan) and named in the
-    expression, where grouping and joining them were two Spark stages of their own; past
-    ``MAX_MARKER_LITERALS`` log dirs they are joined."""
-    dirs = sorted({(m["broker"], m["log_dir"]) for m in markers.select("broker", "log_dir").collect()}, key=repr)
+    marker. The markers are one per log dir, so they are collected (a scan; ``held``: their
+    (broker, log_dir) rows, read by the caller without Spark) and named in the expression, where
+    grouping and joining them were two Spark stages of their own; past ``MAX_MARKER_LITERALS`` log
+    dirs they are joined."""
+    if held is None:
+        held = markers.select("broker", "log_dir").collect()
+    dirs = sorted({(m["broker"], m["log_dir"]) for m in held}, key=repr)
     dirs = [d for d in dirs if None not in d]  # (a join never matches a null)
     if len(dirs) > MAX_MARKER_LITERALS:
         return r.join(markers.groupBy("broker", "log_dir").agg(F.lit(True).alias("_marker")), ["broker", "log_dir"], "left")
-    held = F.lit(False)
+    marked = F.lit(False)
     for broker, log_dir in dirs:
-        held = held | ((F.col("broker") == broker) & (F.col("log_dir") == log_dir))
-    return r.withColumn("_marker", held)
+        marked = marked | ((F.col("broker") == broker) & (F.col("log_dir") == log_dir))
+    return r.withColumn("_marker", marked)
 
 
-def build(t: dict[str, DataFrame]) -> DataFrame:
-    """``t`` maps table names to DataFrames of the ingested tables.
+def build(t: dict[str, DataFrame], markers: list | None = None) -> DataFrame:
+    """``t`` maps table names to DataFrames of the ingested tables; ``markers``: the
+    clean_shutdown rows' (broker, log_dir), when the caller has them (else collected here).
 
     Why one aggregate: each file kind says something per replica (its batches, segment files,
     checkpoint entries, leader epochs, partition.metadata, problems, index padding). Aggregated
@@ -136,10 +140,12 @@ def build(t: dict[str, DataFrame]) -> DataFrame:
         .alias("epoch_entries"),
         F.first("_pm", ignorenulls=True)["id"].alias("topic_id"),
     )
-    r = r.join(lists, key, "left")
+    # (both sides are hashed by replica already: a merge join needs no shuffle, where Spark chose to
+    # broadcast the lists, a Spark job of its own)
+    r = r.join(lists.hint("merge"), key, "left")
     r = r.withColumn("dir_state", F.lit("live")).withColumn("first_epoch", F.col("epoch_entries")[0]["epoch"]).withColumn(
         "last_epoch", F.element_at("epoch_entries", -1)["epoch"])
-    r = with_clean_shutdown(r, t["clean_shutdown"])
+    r = with_clean_shutdown(r, t["clean_shutdown"], markers)
 
     leo = F.greatest(F.coalesce("batch_leo", F.lit(0)), F.coalesce("active_segment_offset", F.lit(0)))
     return r.select(

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
 from pyspark.sql.types import StructType
 
 from .tables import ALL_TABLES, schema_of
@@ -107,10 +108,80 @@ def collected(df: DataFrame) -> list:
     Why: a table read back from its files comes in the order Spark packs them (the biggest file
     first), not the order it was written in; evidence lists and finding ids built from the rows
     must not depend on how a table happened to be split into files."""
+    return collected_rows(df.collect())
+
+
+def collected_rows(rows: list) -> list:
+    """``rows`` sorted as ``collected`` sorts them."""
     def key(row) -> tuple:
         return tuple((v is None, repr(v) if isinstance(v, (tuple, list, dict)) else v) for v in row)
 
-    return sorted(df.collect(), key=key)
+    return sorted(rows, key=key)
+
+
+def collected_together(*frames: DataFrame) -> list[list]:
+    """The rows of several small DataFrames (``collected``, each sorted), from one Spark query.
+
+    Why: each ``collect`` is a Spark job of its own, ~0.1 s of planning and scheduling whatever
+    its rows; the job tables' small frames (per replica, epoch or event) were five of them. Here
+    each frame's rows travel as one struct column of a union (the others null in its rows), and
+    the driver sorts them back out: one job, and a shuffle one frame needs is its only other."""
+    cols = [f"_frame{i}" for i in range(len(frames))]
+    union = None
+    for df, c in zip(frames, cols, strict=True):
+        part = df.select(F.struct(*[F.col(f"`{n}`") for n in df.columns]).alias(c))
+        union = part if union is None else union.unionByName(part, allowMissingColumns=True)
+    rows = union.collect()
+    return [collected_rows([r[c] for r in rows if r[c] is not None]) for c in cols]
+
+
+def row_count(out: Path, name: str) -> int:
+    """How many rows input table ``name`` of an output DIR holds, from its Parquet footers (no
+    Spark job): 0 for a table ingest wrote empty or not at all. Whole passes over a table that is
+    empty (most collections hold no KRaft metadata log) are skipped on it."""
+    import pyarrow.parquet as pq
+
+    path = table_path(out, name)
+    if not path.is_dir():
+        return 0
+    return sum(pq.ParquetFile(f).metadata.num_rows for f in path.rglob("*.parquet")
+               if not any(part[0] in "_." for part in f.relative_to(path).parts))
+
+
+def small_table(out: Path, name: str, columns: list[str], filters=None) -> list[dict]:
+    """Rows (``columns`` of them, ``filters`` as ``pyarrow.parquet.read_table`` takes them) of an
+    input table small enough for the driver (one row per log dir or a few records), read with
+    pyarrow: a Spark scan and collect of a few rows is a Spark job of its own."""
+    import pyarrow.parquet as pq
+
+    path = table_path(out, name)
+    if row_count(out, name) == 0:
+        return []
+    return pq.read_table(path, columns=columns, filters=filters, schema=schema_of(name)).to_pylist()
+
+
+def write_empty_job_table(out: Path, name: str, schema: StructType) -> Path:
+    """Job table ``name`` written empty without a Spark job (``write_local_table`` of no rows)."""
+    return write_local_table(out, name, [], schema)
+
+
+def write_local_table(out: Path, name: str, rows: list, schema: StructType) -> Path:
+    """Job table ``name`` of ``rows`` the driver computed (as ``local_frame`` takes them), written
+    by pyarrow: one Parquet file, with Spark schema ``schema`` in its footer where Spark keeps it,
+    so that ``declared_schema`` reads it back as if Spark had written it.
+
+    Why: written through Spark, a small table the driver built was a Spark job of its own (the
+    frame handed over, then written), ~0.1 s to write a few rows."""
+    import pyarrow.parquet as pq
+    from pyspark.sql.pandas.types import to_arrow_schema
+
+    arrow = to_arrow_schema(schema, timezone="UTC").with_metadata({"org.apache.spark.sql.parquet.row.metadata": schema.json()})
+    names = schema.fieldNames()
+    path = table_path(out, name)
+    shutil.rmtree(path, ignore_errors=True)
+    path.mkdir(parents=True)
+    pq.write_table(pa.Table.from_pylist([dict(zip(names, row, strict=True)) for row in rows], schema=arrow), path / "part-00000.parquet")
+    return path
 
 
 def write_table(df: DataFrame, out: Path, name: str, partition_by: list[str] | None = None) -> Path:
