@@ -163,14 +163,18 @@ def finding_for(row: dict, lossy: list) -> str | None:
     return None
 
 
-def batch_epoch_starts(runs: DataFrame) -> dict:
+def batch_epoch_starts(segment_epochs: list) -> dict:
     """(topic, partition, broker) -> [(epoch, first base offset)] of the live segments' batches
-    (``runs``: the ``batch_runs`` table)."""
-    b = live_segment_batches(runs).where(F.col("partition_leader_epoch") >= 0)
-    rows = b.groupBy("topic", "partition", "broker", "partition_leader_epoch").agg(F.min("first_offset").alias("start")).collect()
+    (``segment_epochs``: ``jobs.findings.case.Case.segment_epochs``, per segment and epoch)."""
+    starts: dict = {}
+    for r in segment_epochs:
+        epoch = r["partition_leader_epoch"]
+        if epoch is not None and epoch >= 0:
+            k = (r["topic"], r["partition"], r["broker"], epoch)
+            starts[k] = min(starts.get(k, r["first_offset"]), r["first_offset"])
     out: dict = {}
-    for r in rows:
-        out.setdefault((r["topic"], r["partition"], r["broker"]), []).append((r["partition_leader_epoch"], r["start"]))
+    for (topic, part, broker, epoch), start in starts.items():
+        out.setdefault((topic, part, broker), []).append((epoch, start))
     return out
 
 
@@ -206,7 +210,7 @@ def destroyed(spark, batches: DataFrame, rows: list[dict]) -> dict:
 
 
 def _planned(case) -> list[dict]:
-    return preview(case.replicas, case.survivors, batch_epoch_starts(case.tables["batch_runs"]))
+    return preview(case.replicas, case.survivors, batch_epoch_starts(case.segment_epochs))
 
 
 def planned(case) -> list[dict]:

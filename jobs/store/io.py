@@ -113,6 +113,19 @@ def collected(df: DataFrame) -> list:
     return sorted(df.collect(), key=key)
 
 
+def row_count(out: Path, name: str) -> int:
+    """How many rows input table ``name`` of an output DIR holds, from its Parquet footers (no
+    Spark job): 0 for a table ingest wrote empty or not at all. Whole passes over a table that is
+    empty (most collections hold no KRaft metadata log) are skipped on it."""
+    import pyarrow.parquet as pq
+
+    path = table_path(out, name)
+    if not path.is_dir():
+        return 0
+    return sum(pq.ParquetFile(f).metadata.num_rows for f in path.rglob("*.parquet")
+               if not any(part[0] in "_." for part in f.relative_to(path).parts))
+
+
 def write_table(df: DataFrame, out: Path, name: str, partition_by: list[str] | None = None) -> Path:
     """Write ``df`` as table ``name`` (Parquet, overwrite) under ``out/tables/``; used for job outputs too."""
     path = table_path(out, name)
