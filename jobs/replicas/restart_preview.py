@@ -219,10 +219,11 @@ def planned(case) -> list[dict]:
     return case.shared(_planned)
 
 
-def build(case, lossy: list) -> DataFrame:
-    """The restart_preview table of a case, ``finding_id`` linking the findings it destroys: ``lossy``,
-    the findings whose offsets name lost or diverged records, in the order one is named
-    (``jobs.findings.kinds.LOSS_KINDS``: the findings room hands them down, this room knows no kind)."""
+def build_rows(case, lossy: list) -> list[tuple]:
+    """The restart_preview table of a case as rows (tuples in ``RESTART_PREVIEW_SCHEMA``'s field
+    order), ``finding_id`` linking the findings it destroys: ``lossy``, the findings whose offsets
+    name lost or diverged records, in the order one is named (``jobs.findings.kinds.LOSS_KINDS``:
+    the findings room hands them down, this room knows no kind)."""
     rows = [dict(r) for r in planned(case)]
     lost = destroyed(case.spark, case.tables["batches"], rows)
     for row in rows:
@@ -230,7 +231,11 @@ def build(case, lossy: list) -> DataFrame:
         row.update(records_destroyed=d["records"], held_elsewhere=d["held_elsewhere"], records_nowhere_else=d["nowhere_else"])
         row["finding_id"] = finding_for(row, lossy) if d["records"] else None
         row["sentence"] = sentence(row)
+    return [tuple(r[f.name] for f in RESTART_PREVIEW_SCHEMA) for r in rows]
+
+
+def build(case, lossy: list) -> DataFrame:
+    """``build_rows`` as a DataFrame."""
     from pyspark.sql.pandas.types import from_arrow_schema
 
-    schema = from_arrow_schema(RESTART_PREVIEW_SCHEMA)
-    return local_frame(case.spark, [tuple(r[f.name] for f in schema) for r in rows], schema)
+    return local_frame(case.spark, build_rows(case, lossy), from_arrow_schema(RESTART_PREVIEW_SCHEMA))

@@ -126,6 +126,38 @@ def row_count(out: Path, name: str) -> int:
                if not any(part[0] in "_." for part in f.relative_to(path).parts))
 
 
+def small_table(out: Path, name: str, columns: list[str], filters=None) -> list[dict]:
+    """Rows (``columns`` of them, ``filters`` as ``pyarrow.parquet.read_table`` takes them) of an
+    input table small enough for the driver (one row per log dir or a few records), or of a job
+    table (as Spark wrote it), read with pyarrow: a Spark scan and collect of a few rows is a
+    Spark job of its own."""
+    import pyarrow.parquet as pq
+
+    path = table_path(out, name)
+    if row_count(out, name) == 0:
+        return []
+    schema = schema_of(name) if name in ALL_TABLES else None
+    return pq.read_table(path, columns=columns, filters=filters, schema=schema).to_pylist()
+
+
+def write_rows(out: Path, name: str, rows: list, schema: StructType) -> Path:
+    """Rows the driver computed (tuples in ``schema``'s field order, as ``local_frame`` takes
+    them) written as table ``name`` with pyarrow: the file ``write_table`` writes of their
+    ``local_frame``, without its Spark job (~0.1-0.4 s each, for the findings and the restart
+    preview of every analysis). Spark's schema goes in the footer, where Spark puts it."""
+    import pyarrow.parquet as pq
+    from pyspark.sql.pandas.types import to_arrow_schema
+
+    names = schema.fieldNames()
+    arrow = to_arrow_schema(schema, timezone="UTC").with_metadata({"org.apache.spark.sql.parquet.row.metadata": schema.json()})
+    table = pa.Table.from_pylist([dict(zip(names, row, strict=True)) for row in rows], schema=arrow)
+    path = table_path(out, name)
+    shutil.rmtree(path, ignore_errors=True)
+    path.mkdir(parents=True)
+    pq.write_table(table, path / "part-00000.parquet")
+    return path
+
+
 def write_table(df: DataFrame, out: Path, name: str, partition_by: list[str] | None = None) -> Path:
     """Write ``df`` as table ``name`` (Parquet, overwrite) under ``out/tables/``; used for job outputs too."""
     path = table_path(out, name)
