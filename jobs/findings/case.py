@@ -349,5 +349,5 @@ class Case:
     def history(self) -> History:
         """The few rows of the cluster's history the detectors read (``jobs.history.views.History``)."""
         t = self.tables
-        return views.collect(self.metadata_events, self.log_events, self.replica_logs, t["consumer_offsets"], t["transactions"],
+        return views.collect(self.metadata_events, self.log_events, self.replicas, t["consumer_offsets"], t["transactions"],
                              t["share_group_state"])

@@ -107,10 +107,12 @@ def collected(df: DataFrame) -> list:
     Why: a table read back from its files comes in the order Spark packs them (the biggest file
     first), not the order it was written in; evidence lists and finding ids built from the rows
     must not depend on how a table happened to be split into files."""
-    def key(row) -> tuple:
-        return tuple((v is None, repr(v) if isinstance(v, (tuple, list, dict)) else v) for v in row)
+    return sorted(df.collect(), key=row_key)
 
-    return sorted(df.collect(), key=key)
+
+def row_key(row) -> tuple:
+    """The key ``collected`` sorts rows by: their values column by column."""
+    return tuple((v is None, repr(v) if isinstance(v, (tuple, list, dict)) else v) for v in row)
 
 
 def row_count(out: Path, name: str) -> int:
