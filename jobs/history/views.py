@@ -86,7 +86,7 @@ class History:
     election, partition, group or transaction, never per record."""
 
     # log_events lines (topic resolved where possible) of unclean_election, and the new leader's
-    # leader_recovery line with the epoch it starts (``recovering_leaders``)
+    # leader_recovery line with the epoch it starts (``recovering_rows``)
     log_unclean: list[Row] = field(default_factory=list)
     # log_events lines with a partition and a HW, or a truncation (``truncation_below_hw`` replays them)
     log_rows: list[Row] = field(default_factory=list)
