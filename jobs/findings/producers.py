@@ -78,8 +78,9 @@ def producer_epochs(batches: DataFrame) -> DataFrame:
     wrapping past Int.MaxValue): those are compared batch by batch as before, and so are all of
     a depth's batches only where something is odd.
 
-    ``pending``: transactional data after the producer's last COMMIT/ABORT marker in this log
-    (any epoch of the producer id: compared per producer id by the caller)."""
+    ``last_marker`` and ``last_txn_data``: the base offsets of the epoch's last COMMIT/ABORT
+    marker and last transactional data batch; data after the producer id's last marker, of any
+    epoch, is pending (``transactions.pending_producers`` compares them per producer id)."""
     b = live_segment_batches(batches).where(F.col("producer_id") >= 0)
     data = ~F.col("is_control") & (F.col("base_sequence") >= 0)
     base, end = F.col("base_sequence").cast("long"), F.col("last_sequence").cast("long") + 1
