@@ -163,7 +163,7 @@ def test_a_sentence_alone_decides_nothing_and_the_files_still_run():
 
 def test_the_zookeeper_controllers_recovering_state_decides_and_the_files_do_not_double_it():
     lines = log_lines("node-1-state-change.log", ZK_RECOVERING, NEW_LEADER)
-    lines[1]["leader_epoch"] = 1  # (views.recovering_leaders ties it to the epoch its next line starts)
+    lines[1]["leader_epoch"] = 1  # (views.recovering_rows ties it to the epoch its next line starts)
     [f] = found({"log_unclean": lines}, new_clean=True, new_recovery=240)
     assert (f.kind, f.evidence_basis, f.brokers, f.leader_epochs, f.first_offset) == ("unclean_leader_election", "broker_log", [2], [1], 120)
     assert [e.path for e in f.evidence] == ["node-1-state-change.log"] * 2 and "RECOVERING" in f.explanation

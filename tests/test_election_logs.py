@@ -125,9 +125,11 @@ def test_a_healthy_lagging_follower_is_nothing(analyzed):
 
 
 def test_the_new_leaders_recovering_line_takes_the_epoch_it_starts_next(spark):
-    """``views.recovering_leaders``: the RECOVERING line names no epoch; the same file's next
+    """``views.recovering_rows``: the RECOVERING line names no epoch; the same file's next
     become-leader line of the partition (a minute at most) does."""
-    from jobs.history.views import recovering_leaders
+    from pyspark.sql import functions as F
+
+    from jobs.history.views import LOG_COLUMNS, recovering_rows
     from parsers import broker_log
 
     lines = [
@@ -141,5 +143,7 @@ def test_the_new_leaders_recovering_line_takes_the_epoch_it_starts_next(spark):
     text = "".join(f"[2026-11-22 19:11:{16 + i:02d},317] INFO {m} (state.change.logger)\n" for i, m in enumerate(lines))
     table = broker_log.parse(text.encode(), "node-2-state-change.log").table.to_pandas()
     table["path"], table["broker"] = "node-2-state-change.log", 2
-    got = {r["topic"]: r["leader_epoch"] for r in recovering_leaders(spark.createDataFrame(table)).collect()}
+    lines = spark.createDataFrame(table).select(*[F.coalesce("node", "broker").alias("node") if c == "node" else c for c in LOG_COLUMNS],
+                                                 F.col("node").alias("_node"), F.col("broker").alias("_broker")).collect()
+    got = {r["topic"]: r["leader_epoch"] for r in recovering_rows(lines)}
     assert got == {"ue": 2, "lone": None}

@@ -205,6 +205,25 @@ def test_sequences_restarting_at_every_transactions_v2_epoch_are_no_duplicate_se
     assert (f.producers[0]["producer_id"], f.producers[0]["producer_epoch"], f.first_offset, f.last_offset) == (9, 4, 65, 75)
 
 
+def test_one_aggregate_per_producer_epoch_names_the_suspect_sequences_and_the_pending_transactions(spark):
+    """``producers.producer_epochs``: only producer 9's epoch, which wrote a batch twice, and
+    producer 5's, whose sequences skip 10-19 (compaction: looked at batch by batch, no finding),
+    are suspect; the sequences restarting at every transactions v2 epoch chain. Producers 8 and 9
+    have transactional data after their last marker (8's markers one epoch above their data; 9 has
+    none), 7 and 3 none (7's markers too are one epoch above its data)."""
+    from jobs.findings.producers import duplicate_sequence_findings, producer_epochs
+    from jobs.findings.transactions import pending_producers
+
+    gap = [{"topic": "t", "partition": 0, "broker": 1, "base_offset": o, "last_offset": o + 9, "producer_id": 5, "producer_epoch": 0,
+            "base_sequence": seq, "last_sequence": seq + 9, "is_transactional": False, "record_count": 10, "path": "p", "position": o}
+           for o, seq in ((80, 0), (90, 20))]
+    rows = [{k: v for k, v in r.items() if k != "control"} for r in _txn_batches()] + gap
+    got = producer_epochs(batches(spark, rows)).collect()
+    assert {(r["producer_id"], r["producer_epoch"]) for r in got if r["suspect"]} == {(9, 4), (5, 0)}
+    assert sorted(pending_producers(got)) == [("t", 0, 1, 8), ("t", 0, 1, 9)]
+    assert duplicate_sequence_findings(batches(spark, gap)) == []
+
+
 def test_aborted_data_under_transactions_v2_is_the_data_before_its_producers_next_abort(spark):
     """The marker's epoch (the data's + 1, 32767 at an exhausted epoch) does not matter, only the
     producer id's next marker on the replica: producer 8's first transaction is aborted; its second,

@@ -28,6 +28,7 @@ from typing import Any
 from pyspark.sql import DataFrame, Row, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
+from pyspark.sql.pandas.types import from_arrow_schema
 
 from jobs.history import metadata, quorum, timeline, views
 from jobs.history.views import History
@@ -51,6 +52,7 @@ from jobs.store.io import (
     write_local_table,
     write_table,
 )
+from jobs.store.tables import schema_of
 
 INPUT_TABLES = ["brokers", "files", "batches", "batch_runs", "records", "checkpoints", "leader_epochs", "partition_metadata",
                 "clean_shutdown", "problems", "index_files", "index_entries", "producer_states", "metadata_records", "consumer_offsets",
@@ -109,6 +111,17 @@ def focused_events(events: DataFrame, focus: Focus | None) -> DataFrame:
     return events
 
 
+def input_table(spark: SparkSession, out: Path, name: str) -> DataFrame:
+    """Input table ``name``, or, when ingest wrote it empty (``row_count``, from the Parquet
+    footers), an empty frame of its schema held by the driver: Spark's optimizer then drops every
+    aggregate, join and collect over it without a job (a healthy collection has no problems, no
+    transactions, no consumer offsets, no share groups; each pass over one was a Spark job or
+    two of ~0.1 s whatever its rows)."""
+    if row_count(out, name):
+        return read_table(spark, out, name)
+    return local_frame(spark, [], from_arrow_schema(schema_of(name)))
+
+
 class Case:
     """One ingested output DIR under investigation: what every detector's ``find(case)`` reads.
     The attributes below (the ingested tables, and the job tables as written and read back), then
@@ -140,7 +153,7 @@ class Case:
         """Read the ingested tables under ``out`` and write the job tables next to them (``stage``
         is told each one's name as it starts). With ``pool``, the timeline (which no detector
         reads) is written there while the caller goes on: ``timeline_written`` is its future."""
-        case = cls(spark, out, {name: read_table(spark, out, name) for name in INPUT_TABLES}, ledger, focus)
+        case = cls(spark, out, {name: input_table(spark, out, name) for name in INPUT_TABLES}, ledger, focus)
         try:
             case.write_job_tables(stage, pool)
         except BaseException:  # (what it cached so far goes, in a session that goes on)
@@ -250,7 +263,22 @@ class Case:
     @once_property
     def holes(self) -> list[Row]:
         """The offset_ranges holes that nothing benign explains (``OFFSET_RANGES_SCHEMA`` rows)."""
-        return collected(self.offset_ranges.where((F.col("kind") == "hole") & (F.col("reason") == "unexplained")))
+        # (read by the driver: a job table's few rows per replica, and a Spark job fewer)
+        columns = self.offset_ranges.columns
+        rows = small_table(self.out, "offset_ranges", columns, [("kind", "=", "hole"), ("reason", "=", "unexplained")])
+        return sorted((Row(**r) for r in rows), key=lambda row: tuple((v is None, v) for v in row))  # (as ``collected`` sorts)
+
+    @once_property
+    def segment_epochs(self) -> list[Row]:
+        """Per live segment and leader epoch of its batches (``partition_leader_epoch``, null for
+        v0/v1): ``first_offset`` (lowest), ``last_offset`` (highest), ``last_timestamp`` (newest),
+        from one aggregate over ``batch_runs``, collected (a few rows per segment). Segment
+        overlaps (gaps) and each epoch's first offset (the restart preview) read it, where each
+        was an aggregate of its own over the same runs."""
+        runs = live_segment_batches(self.tables["batch_runs"])
+        return runs.groupBy("topic", "partition", "broker", "path", "partition_leader_epoch").agg(
+            F.min("first_offset").alias("first_offset"), F.max("last_offset").alias("last_offset"),
+            F.max("last_timestamp").alias("last_timestamp")).collect()
 
     @once_property
     def batches(self) -> DataFrame:
@@ -377,5 +405,5 @@ class Case:
     def history(self) -> History:
         """The few rows of the cluster's history the detectors read (``jobs.history.views.History``)."""
         t = self.tables
-        return views.collect(self.metadata_events, self.log_events, self.replica_logs, t["consumer_offsets"], t["transactions"],
+        return views.collect(self.metadata_events, self.log_events, self.replicas, t["consumer_offsets"], t["transactions"],
                              t["share_group_state"])

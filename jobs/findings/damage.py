@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from pyspark.sql import DataFrame
+from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
 from parsers.offset_index import ENTRY_SIZE
@@ -110,8 +110,12 @@ def index_past_eof_findings(index_entries: DataFrame, files: DataFrame) -> list[
     are not entries."""
     segs = files.where(F.col("kind") == "segment").select(
         F.regexp_replace("path", r"\.log$", ".index").alias("path"), F.col("size").alias("segment_size"))
-    e = index_entries.where(~F.coalesce("is_padding", F.lit(False)) & (F.col("position") > 0))
-    bad = e.join(segs, "path").where(F.col("position") >= F.col("segment_size"))
+    e = index_entries.where(~F.coalesce("is_padding", F.lit(False)) & (F.col("position") > 0)).select(
+        "broker", "topic", "partition", "path", "slot", "offset", "position")
+    # each index beside its segment's size by one shuffle on the path, which the aggregate below
+    # reuses (a join then an aggregate were two, and a Spark job each)
+    both = e.unionByName(segs, allowMissingColumns=True).withColumn("segment_size", F.max("segment_size").over(Window.partitionBy("path")))
+    bad = both.where(F.col("slot").isNotNull() & (F.col("position") >= F.col("segment_size")))
     g = bad.groupBy("broker", "topic", "partition", "path", "segment_size").agg(
         F.count("*").alias("n"), F.min_by(F.struct("slot", "offset", "position"), "slot").alias("first"))
     out = []

@@ -8,10 +8,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from pyspark.sql import DataFrame, Row, Window
-from pyspark.sql import functions as F
-
-from jobs.replicas.replica_logs import live_segment_batches
+from pyspark.sql import Row
 
 from .model import Evidence, Finding
 
@@ -38,26 +35,32 @@ def gap_findings(holes: list[Row]) -> list[Finding]:
     return out
 
 
-def segment_overlap_findings(runs: DataFrame) -> list[Finding]:
-    """Two segments of one replica whose offsets overlap. ``runs``: the ``batch_runs`` table (each
-    segment's first and last offset are its runs' lowest and highest)."""
-    b = live_segment_batches(runs)
-    seg = b.groupBy("topic", "partition", "broker", "path").agg(
-        F.min("first_offset").alias("first"), F.max("last_offset").alias("last"),
-    )
-    w = Window.partitionBy("topic", "partition", "broker").orderBy("first", "path")
-    seg = seg.withColumn("next_first", F.lead("first").over(w)).withColumn("next_path", F.lead("path").over(w))
+def segment_overlap_findings(segment_epochs: list[Row]) -> list[Finding]:
+    """Two segments of one replica whose offsets overlap. ``segment_epochs``: ``Case.segment_epochs``
+    (each segment's first and last offset are its runs' lowest and highest)."""
+    spans: dict[tuple, list] = {}
+    for r in segment_epochs:
+        k = (r["topic"], r["partition"], r["broker"], r["path"])
+        lo, hi = spans.get(k, (r["first_offset"], r["last_offset"]))
+        spans[k] = (min(lo, r["first_offset"]), max(hi, r["last_offset"]))
+    logs: dict[tuple, list] = {}
+    for (topic, part, broker, path), (first, last) in spans.items():
+        logs.setdefault((topic, part, broker), []).append((first, path, last))
     out = []
-    for r in seg.where(F.col("next_first") <= F.col("last")).collect():
-        out.append(Finding(
-            kind="segment_overlap", severity=FINDING_KINDS["segment_overlap"], topic=r["topic"], partition=r["partition"], brokers=[r["broker"]],
-            first_offset=r["next_first"], last_offset=r["last"], records=r["last"] - r["next_first"] + 1,
-            evidence=[Evidence(r["broker"], r["next_path"], 0, f"starts at {r['next_first']}, before the end {r['last']} of {r['path']}")],
-            explanation="Two segments of the same log hold the same offsets: a fetch or recovery went wrong and consumers "
-                        "may read the same offsets twice with different content.",
-        ))
+    for (topic, part, broker), segs in logs.items():
+        segs.sort()
+        for (_, path, last), (next_first, next_path, _) in zip(segs, segs[1:]):
+            if next_first > last:
+                continue
+            out.append(Finding(
+                kind="segment_overlap", severity=FINDING_KINDS["segment_overlap"], topic=topic, partition=part, brokers=[broker],
+                first_offset=next_first, last_offset=last, records=last - next_first + 1,
+                evidence=[Evidence(broker, next_path, 0, f"starts at {next_first}, before the end {last} of {path}")],
+                explanation="Two segments of the same log hold the same offsets: a fetch or recovery went wrong and consumers "
+                            "may read the same offsets twice with different content.",
+            ))
     return out
 
 
 def find(case: Case) -> list[Finding]:
-    return gap_findings(case.holes) + segment_overlap_findings(case.tables["batch_runs"])
+    return gap_findings(case.holes) + segment_overlap_findings(case.segment_epochs)

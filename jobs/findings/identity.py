@@ -7,6 +7,8 @@ from typing import TYPE_CHECKING
 
 from pyspark.sql import Row
 
+from jobs.store.io import small_table
+
 from .model import Evidence, Finding
 
 if TYPE_CHECKING:
@@ -47,4 +49,4 @@ def cluster_id_findings(brokers: list[Row]) -> list[Finding]:
 
 
 def find(case: Case) -> list[Finding]:
-    return topic_id_findings(case.replicas) + cluster_id_findings(case.tables["brokers"].collect())
+    return topic_id_findings(case.replicas) + cluster_id_findings(small_table(case.out, "brokers", ["broker", "cluster_id"]))

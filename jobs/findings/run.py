@@ -16,8 +16,8 @@ from pyspark.sql.pandas.types import from_arrow_schema
 from jobs.ingest.focus import Focus
 from jobs.replicas import restart_preview
 from jobs.session.parallel import side_by_side
-from jobs.store.io import local_frame, write_table
-from jobs.store.tables import FINDINGS_SCHEMA
+from jobs.store.io import write_local_table
+from jobs.store.tables import FINDINGS_SCHEMA, RESTART_PREVIEW_SCHEMA
 
 from .case import Case
 from .kinds import LOSS_KINDS
@@ -48,11 +48,13 @@ def run(spark: SparkSession, out: Path, ledger: Path | None = None, stage: Calla
 
             findings = finalize([f for fs in pool.map(find, DETECTORS) for f in fs])
             case.timeline_written.result()
+        # both tables are rows the driver holds: written with pyarrow, without a Spark job each
         stage("findings: writing")
-        write_table(local_frame(spark, to_rows(findings), from_arrow_schema(FINDINGS_SCHEMA)).coalesce(1), out, "findings")
+        write_local_table(out, "findings", to_rows(findings), from_arrow_schema(FINDINGS_SCHEMA))
         # after the findings: each truncation names the finding whose records it destroys
         stage("restart preview")
-        write_table(restart_preview.build(case, [f for k in LOSS_KINDS for f in findings if f.kind == k]).coalesce(1), out, "restart_preview")
+        write_local_table(out, "restart_preview", restart_preview.build_rows(case, [f for k in LOSS_KINDS for f in findings if f.kind == k]),
+                   from_arrow_schema(RESTART_PREVIEW_SCHEMA))
     except BaseException:
         # a failed run in a session that goes on (the demo, the tests) leaves nothing cached; after
         # the pool, where nothing runs beside any more but on Ctrl-C (then the session is

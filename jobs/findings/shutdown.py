@@ -29,11 +29,16 @@ def unclean_shutdown_findings(replicas: list[Row], files: DataFrame, brokers: Da
     """
     # flags, not a set of kinds: a list or a set has no place in a hash aggregate's buffer, and
     # Spark's interpreted object aggregate costs ~12 µs a file (1.3 s at 90,000 files)
-    kinds = files.groupBy("broker", "log_dir").agg(
+    flags = files.groupBy("broker", "log_dir").agg(
         F.max(F.col("kind") == "clean_shutdown").alias("marker"),
         F.max(F.col("kind").isin("replication_offset", "recovery_point", "log_start")).alias("broker_checkpoints"),
         F.max(F.when((F.col("topic").isNotNull()) & (F.col("topic") != "__cluster_metadata"), 1).otherwise(0)).alias("has_data"),
-    ).collect()
+    )
+    # the 0-byte files of a segment rolled just before the stop (evidence, where a dir lacks the
+    # marker) come with the flags, in the same query: a Spark job fewer
+    empty = files.where((F.col("size") == 0) & F.col("kind").isin("segment", "producer_snapshot")).select("broker", "log_dir", "path")
+    rows = flags.unionByName(empty, allowMissingColumns=True).collect()
+    kinds = [r for r in rows if r["path"] is None]
     by_dir = defaultdict(list)
     for r in replicas:
         by_dir[(r["broker"], r["log_dir"])].append(r)
@@ -42,9 +47,8 @@ def unclean_shutdown_findings(replicas: list[Row], files: DataFrame, brokers: Da
         if (k["has_data"] or k["broker_checkpoints"]) and not k["marker"]:
             unclean[k["broker"]].append(k)
     empty_files: dict[tuple, list[str]] = defaultdict(list)
-    if unclean:  # the 0-byte files of a segment rolled just before the stop, in the dirs that lack the marker
-        empty = files.where((F.col("size") == 0) & F.col("kind").isin("segment", "producer_snapshot")).select("broker", "log_dir", "path")
-        for e in empty.collect():
+    for e in rows:
+        if e["path"] is not None:
             empty_files[(e["broker"], e["log_dir"])].append(e["path"])
     out = []
     for broker, dirs in unclean.items():

@@ -16,6 +16,7 @@ from jobs.replicas.replica_logs import live_segment_batches
 from jobs.replicas.survivors import Survivor
 
 from .model import Evidence, Finding
+from .producers import of_keys, suspects
 
 if TYPE_CHECKING:
     from .case import Case
@@ -205,9 +206,31 @@ def transaction_state_findings(txns: list[Row], collected_ms: int | None) -> lis
     return out
 
 
+PRODUCER = ["topic", "partition", "broker", "producer_id"]
+
+
+def pending_producers(rows: list[Row]) -> list[tuple]:
+    """The (topic, partition, broker, producer id) keys with transactional data after their last
+    marker, from ``producers.suspects`` rows (per producer epoch: a producer id's last marker may
+    be in a later epoch than its data, as transactions v2 writes it)."""
+    data: dict[tuple, int] = {}
+    marker: dict[tuple, int] = {}
+    for r in rows:
+        k = tuple(r[c] for c in PRODUCER)
+        if r["last_txn_data"] is not None:
+            data[k] = max(data.get(k, r["last_txn_data"]), r["last_txn_data"])
+        if r["last_marker"] is not None:
+            marker[k] = max(marker.get(k, r["last_marker"]), r["last_marker"])
+    return [k for k, last in data.items() if k not in marker or last > marker[k]]
+
+
 def find(case: Case) -> list[Finding]:
     tables, history = case.tables, case.history
-    pending = pending_transactions(tables["batches"], tables["producer_states"], tables["batch_runs"])
+    # only the producers with data after their last marker are read batch by batch (none, in
+    # most logs: the one aggregate over producers' batches said so)
+    keys = pending_producers(suspects(case))
+    pending = pending_transactions(of_keys(tables["batches"], case.spark, keys, PRODUCER), tables["producer_states"],
+                                   tables["batch_runs"]) if keys else []
     lost = (lost_marker_findings(pending, control_batches(tables["batches"], tables["records"]), history.txns, case.survivors)
             if pending else [])
     return lost + hanging_transaction_findings(pending, lost) + transaction_state_findings(history.txns, history.collected_ms)

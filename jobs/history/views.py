@@ -9,11 +9,12 @@ key and the latest transaction state per transactional id (with every producer i
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from datetime import timedelta
 
 from pyspark.sql import DataFrame, Row
 from pyspark.sql import functions as F
 
-from jobs.store.io import collected
+from jobs.store.io import collected, row_key
 
 SHARE_KEY = ["group", "topic_id", "partition"]
 ACKNOWLEDGED, ARCHIVED = 2, 4  # a share state batch's DeliveryState: both count as done (isRecordStateAcknowledged)
@@ -85,7 +86,7 @@ class History:
     election, partition, group or transaction, never per record."""
 
     # log_events lines (topic resolved where possible) of unclean_election, and the new leader's
-    # leader_recovery line with the epoch it starts (``recovering_leaders``)
+    # leader_recovery line with the epoch it starts (``recovering_rows``)
     log_unclean: list[Row] = field(default_factory=list)
     # log_events lines with a partition and a HW, or a truncation (``truncation_below_hw`` replays them)
     log_rows: list[Row] = field(default_factory=list)
@@ -103,21 +104,38 @@ class History:
     collected_ms: int | None = None
 
 
-def collect(metadata_events: DataFrame, log_events: DataFrame, replica_logs: DataFrame, consumer_offsets: DataFrame,
+LOG_COLUMNS = ["topic", "partition", "node", "time", "line_no", "path", "event", "offset", "hw", "leader", "leader_epoch",
+               "leader_recovery_state", "text"]
+HISTORY_EVENTS = ("partition_created", "leader_change", "isr_change", "snapshot_state")
+
+
+def is_history_line(r) -> bool:
+    """A log line ``History`` keeps: an unclean election, or a line with a partition and a HW or a truncation."""
+    return r["event"] == "unclean_election" or (r["topic"] is not None and r["partition"] is not None
+                                                and (r["hw"] is not None or r["event"] == "truncation"))
+
+
+def collect(metadata_events: DataFrame, log_events: DataFrame, replicas: list[Row], consumer_offsets: DataFrame,
             transactions: DataFrame, share_state: DataFrame | None = None) -> History:
     """The ``History`` of a case. ``log_events``: log_events with topic names resolved
-    (``timeline.named_log_events``)."""
-    log_cols = ["topic", "partition", F.coalesce("node", "broker").alias("node"), "time", "line_no", "path", "event", "offset",
-                "hw", "leader", "leader_epoch", "leader_recovery_state", "text"]
-    lines = collected(log_events.where((F.col("event") == "unclean_election") | (F.col("topic").isNotNull() & F.col("partition").isNotNull()
-                               & (F.col("hw").isNotNull() | (F.col("event") == "truncation")))).select(*log_cols))
-    log_unclean = [r for r in lines if r["event"] == "unclean_election"] + collected(recovering_leaders(log_events).select(*log_cols))
+    (``timeline.named_log_events``); ``replicas``: the replica_logs rows, collected.
+
+    The lines and the metadata events it reads come in one query each (a few rows per election,
+    partition change or HW line), and the rest is decided on the driver from them: which
+    RECOVERING line starts which epoch (``recovering_rows``), each partition's latest assigned
+    replicas. Each of those was a Spark join or aggregate of its own, ~0.1 s whatever its rows."""
+    node = F.coalesce("node", "broker").alias("node")
+    wanted = ((F.col("event") == "unclean_election")
+              | (F.col("topic").isNotNull() & F.col("partition").isNotNull() & (F.col("hw").isNotNull() | (F.col("event") == "truncation")))
+              | (F.col("event") == "leader_recovery") | ((F.col("event") == "become_leader") & F.col("leader_epoch").isNotNull()))
+    read = collected(log_events.where(wanted).select(*[node if c == "node" else c for c in LOG_COLUMNS],
+                                                      F.col("node").alias("_node"), F.col("broker").alias("_broker")))
+    lines = [Row(**{c: r[c] for c in LOG_COLUMNS}) for r in read if is_history_line(r)]
+    log_unclean = [r for r in lines if r["event"] == "unclean_election"] + recovering_rows(read)
     log_rows = [r for r in lines if r["event"] != "unclean_election" and r["topic"] is not None and r["partition"] is not None]
-    events = collected(metadata_events.where(F.col("event").isin("partition_created", "leader_change", "isr_change", "snapshot_state")))
-    latest = metadata_events.where(F.col("replicas").isNotNull()).groupBy("topic", "partition").agg(F.max_by("replicas", "meta_offset").alias("replicas"))
-    have = replica_logs.where(F.col("dir_state") == "live").groupBy("topic", "partition").agg(F.collect_set("broker").alias("have"))
-    complete = {(r["topic"], r["partition"]) for r in latest.join(have, ["topic", "partition"]).where(
-        F.size(F.array_except("replicas", "have")) == 0).collect()}
+    meta = collected(metadata_events.where(F.col("event").isin(*HISTORY_EVENTS) | F.col("replicas").isNotNull()))
+    events = [r for r in meta if r["event"] in HISTORY_EVENTS]
+    complete = complete_partitions(meta, replicas)
     # the latest record per key, tombstones included: a commit deleted with its topic (or expired)
     # is no evidence of anything
     offset_commits = consumer_offsets.where(F.col("record_type") == "offset_commit")
@@ -141,24 +159,50 @@ def collect(metadata_events: DataFrame, log_events: DataFrame, replica_logs: Dat
                    complete=complete, txns=txns, collected_ms=collected_ms)
 
 
+def complete_partitions(meta: list[Row], replicas: list[Row]) -> set[tuple[str, int]]:
+    """(topic, partition) of the partitions whose latest assigned replicas (the metadata_events
+    rows ``meta`` that name them: the one of the highest metadata offset) all have a live replica
+    collected (``replicas``: replica_logs rows)."""
+    latest: dict[tuple, tuple] = {}
+    for r in meta:
+        if r["replicas"] is None or r["meta_offset"] is None:
+            continue
+        k = (r["topic"], r["partition"])
+        if k not in latest or r["meta_offset"] > latest[k][0]:
+            latest[k] = (r["meta_offset"], r["replicas"])
+    have: dict[tuple, set] = {}
+    for r in replicas:
+        if r["dir_state"] == "live" and r["broker"] is not None:
+            have.setdefault((r["topic"], r["partition"]), set()).add(r["broker"])
+    return {k for k, (_, assigned) in latest.items() if k in have and not set(assigned) - have[k]}
+
+
 RECOVERING_TO_EPOCH_S = 60  # the new leader's RECOVERING line and its "starts at leader epoch" line come together
 
 
-def recovering_leaders(log_events: DataFrame) -> DataFrame:
+def recovering_rows(read: list) -> list[Row]:
     """The new leader's ``The topic partition T-P was marked as RECOVERING`` lines (``leader_recovery``),
     each with the leader epoch it was elected for: ``Partition.makeLeader`` logs it just before the
     epoch it starts (``Leader T-P ... starts at leader epoch E``, or ``Skipped the become-leader state
     change ... leaderEpoch=E``), the next become_leader line of the same file and partition, within a
-    minute. The line itself names no epoch; one with no such line keeps it null."""
-    rec = log_events.where(F.col("event") == "leader_recovery").select(
-        "topic", "partition", "node", "broker", "time", "line_no", "path", "event", "offset", "hw", "leader", "leader_recovery_state",
-        "text").alias("r")
-    became = log_events.where((F.col("event") == "become_leader") & F.col("leader_epoch").isNotNull()).select(
-        "path", "topic", "partition", F.col("line_no").alias("_line"), F.col("time").alias("_time"), F.col("leader_epoch").alias("_epoch")).alias("b")
-    on = ((F.col("r.path") == F.col("b.path")) & (F.col("r.topic") == F.col("b.topic")) & (F.col("r.partition") == F.col("b.partition"))
-          & (F.col("b._line") > F.col("r.line_no"))
-          & (F.col("b._time").isNull() | F.col("r.time").isNull()
-             | (F.col("b._time") <= F.col("r.time") + F.expr(f"INTERVAL {RECOVERING_TO_EPOCH_S} SECONDS"))))
-    j = rec.join(became, on, "left")
-    cols = [F.col(f"r.{c}").alias(c) for c in rec.columns]
-    return j.groupBy(*cols).agg(F.min_by("b._epoch", "b._line").alias("leader_epoch"))
+    minute. The line itself names no epoch; one with no such line keeps it null. ``read``: the
+    log lines (``LOG_COLUMNS``, with the line's own ``_node`` and ``_broker``), the leader_recovery
+    and become_leader ones among them; rows of ``LOG_COLUMNS``, sorted as ``collected`` sorts."""
+    became: dict[tuple, list] = {}
+    for b in read:
+        if b["event"] == "become_leader" and b["leader_epoch"] is not None and None not in (b["path"], b["topic"], b["partition"]):
+            became.setdefault((b["path"], b["topic"], b["partition"]), []).append(b)
+    within = timedelta(seconds=RECOVERING_TO_EPOCH_S)
+    out = {}
+    for r in read:
+        if r["event"] != "leader_recovery":
+            continue
+        key = tuple(r[c] for c in LOG_COLUMNS if c not in ("node", "leader_epoch")) + (r["_node"], r["_broker"])
+        if key in out:
+            continue
+        nexts = [b for b in became.get((r["path"], r["topic"], r["partition"]), [])
+                 if r["line_no"] is not None and b["line_no"] is not None and b["line_no"] > r["line_no"]
+                 and (b["time"] is None or r["time"] is None or b["time"] <= r["time"] + within)]
+        epoch = min(nexts, key=lambda b: b["line_no"])["leader_epoch"] if nexts else None
+        out[key] = Row(**{c: epoch if c == "leader_epoch" else r[c] for c in LOG_COLUMNS})
+    return sorted(out.values(), key=row_key)

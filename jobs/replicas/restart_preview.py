@@ -163,14 +163,18 @@ def finding_for(row: dict, lossy: list) -> str | None:
     return None
 
 
-def batch_epoch_starts(runs: DataFrame) -> dict:
+def batch_epoch_starts(segment_epochs: list) -> dict:
     """(topic, partition, broker) -> [(epoch, first base offset)] of the live segments' batches
-    (``runs``: the ``batch_runs`` table)."""
-    b = live_segment_batches(runs).where(F.col("partition_leader_epoch") >= 0)
-    rows = b.groupBy("topic", "partition", "broker", "partition_leader_epoch").agg(F.min("first_offset").alias("start")).collect()
+    (``segment_epochs``: ``jobs.findings.case.Case.segment_epochs``, per segment and epoch)."""
+    starts: dict = {}
+    for r in segment_epochs:
+        epoch = r["partition_leader_epoch"]
+        if epoch is not None and epoch >= 0:
+            k = (r["topic"], r["partition"], r["broker"], epoch)
+            starts[k] = min(starts.get(k, r["first_offset"]), r["first_offset"])
     out: dict = {}
-    for r in rows:
-        out.setdefault((r["topic"], r["partition"], r["broker"]), []).append((r["partition_leader_epoch"], r["start"]))
+    for (topic, part, broker, epoch), start in starts.items():
+        out.setdefault((topic, part, broker), []).append((epoch, start))
     return out
 
 
@@ -206,7 +210,7 @@ def destroyed(spark, batches: DataFrame, rows: list[dict]) -> dict:
 
 
 def _planned(case) -> list[dict]:
-    return preview(case.replicas, case.survivors, batch_epoch_starts(case.tables["batch_runs"]))
+    return preview(case.replicas, case.survivors, batch_epoch_starts(case.segment_epochs))
 
 
 def planned(case) -> list[dict]:
@@ -215,10 +219,11 @@ def planned(case) -> list[dict]:
     return case.shared(_planned)
 
 
-def build(case, lossy: list) -> DataFrame:
-    """The restart_preview table of a case, ``finding_id`` linking the findings it destroys: ``lossy``,
-    the findings whose offsets name lost or diverged records, in the order one is named
-    (``jobs.findings.kinds.LOSS_KINDS``: the findings room hands them down, this room knows no kind)."""
+def build_rows(case, lossy: list) -> list[tuple]:
+    """The restart_preview table of a case as rows (tuples in ``RESTART_PREVIEW_SCHEMA``'s field
+    order), ``finding_id`` linking the findings it destroys: ``lossy``, the findings whose offsets
+    name lost or diverged records, in the order one is named (``jobs.findings.kinds.LOSS_KINDS``:
+    the findings room hands them down, this room knows no kind)."""
     rows = [dict(r) for r in planned(case)]
     lost = destroyed(case.spark, case.tables["batches"], rows)
     for row in rows:
@@ -226,7 +231,11 @@ def build(case, lossy: list) -> DataFrame:
         row.update(records_destroyed=d["records"], held_elsewhere=d["held_elsewhere"], records_nowhere_else=d["nowhere_else"])
         row["finding_id"] = finding_for(row, lossy) if d["records"] else None
         row["sentence"] = sentence(row)
+    return [tuple(r[f.name] for f in RESTART_PREVIEW_SCHEMA) for r in rows]
+
+
+def build(case, lossy: list) -> DataFrame:
+    """``build_rows`` as a DataFrame."""
     from pyspark.sql.pandas.types import from_arrow_schema
 
-    schema = from_arrow_schema(RESTART_PREVIEW_SCHEMA)
-    return local_frame(case.spark, [tuple(r[f.name] for f in schema) for r in rows], schema)
+    return local_frame(case.spark, build_rows(case, lossy), from_arrow_schema(RESTART_PREVIEW_SCHEMA))

@@ -113,10 +113,7 @@ def collected(df: DataFrame) -> list:
 
 def collected_rows(rows: list) -> list:
     """``rows`` sorted as ``collected`` sorts them."""
-    def key(row) -> tuple:
-        return tuple((v is None, repr(v) if isinstance(v, (tuple, list, dict)) else v) for v in row)
-
-    return sorted(rows, key=key)
+    return sorted(rows, key=row_key)
 
 
 def collected_together(*frames: DataFrame) -> list[list]:
@@ -135,6 +132,11 @@ def collected_together(*frames: DataFrame) -> list[list]:
     return [collected_rows([r[c] for r in rows if r[c] is not None]) for c in cols]
 
 
+def row_key(row) -> tuple:
+    """The key ``collected`` sorts rows by: their values column by column."""
+    return tuple((v is None, repr(v) if isinstance(v, (tuple, list, dict)) else v) for v in row)
+
+
 def row_count(out: Path, name: str) -> int:
     """How many rows input table ``name`` of an output DIR holds, from its Parquet footers (no
     Spark job): 0 for a table ingest wrote empty or not at all. Whole passes over a table that is
@@ -150,14 +152,16 @@ def row_count(out: Path, name: str) -> int:
 
 def small_table(out: Path, name: str, columns: list[str], filters=None) -> list[dict]:
     """Rows (``columns`` of them, ``filters`` as ``pyarrow.parquet.read_table`` takes them) of an
-    input table small enough for the driver (one row per log dir or a few records), read with
-    pyarrow: a Spark scan and collect of a few rows is a Spark job of its own."""
+    input table small enough for the driver (one row per log dir or a few records), or of a job
+    table (as Spark wrote it), read with pyarrow: a Spark scan and collect of a few rows is a
+    Spark job of its own."""
     import pyarrow.parquet as pq
 
     path = table_path(out, name)
     if row_count(out, name) == 0:
         return []
-    return pq.read_table(path, columns=columns, filters=filters, schema=schema_of(name)).to_pylist()
+    schema = schema_of(name) if name in ALL_TABLES else None
+    return pq.read_table(path, columns=columns, filters=filters, schema=schema).to_pylist()
 
 
 def write_empty_job_table(out: Path, name: str, schema: StructType) -> Path:
