@@ -8,6 +8,7 @@ repositories with no staged incident, where any error would be a false alarm.
 from __future__ import annotations
 
 import json
+from functools import partial
 from pathlib import Path
 
 import pyarrow.parquet as pq
@@ -285,6 +286,12 @@ TABLE_STAGES_JOBS = 9  # "jobs: replica logs, metadata log" and "jobs: epoch lin
 COMPARISON_JOBS = 7
 
 
+def spark_jobs_so_far(spark) -> int:
+    """The next Spark job id of the session (the status tracker's): how many jobs it ran so far."""
+    ids = spark.sparkContext.statusTracker().getJobIdsForGroup(None)
+    return max(ids) + 1 if ids else 0
+
+
 def test_job_tables_of_a_small_collection_take_few_spark_jobs(analyzed, spark):
     """The fixed cost of the jobs phase (issue 35): the job tables of a 0.4 MB collection, counted
     in Spark jobs (the status tracker's job ids; nothing else runs in the session meanwhile)."""
@@ -293,11 +300,7 @@ def test_job_tables_of_a_small_collection_take_few_spark_jobs(analyzed, spark):
 
     analyzed(REAL, "crash-only")
     out = analyzed.outs["crash-only"]
-    tracker = spark.sparkContext.statusTracker()
-
-    def next_job() -> int:
-        ids = tracker.getJobIdsForGroup(None)
-        return max(ids) + 1 if ids else 0
+    next_job = partial(spark_jobs_so_far, spark)
 
     starts: dict[str, int] = {}
     before = next_job()
@@ -360,11 +363,7 @@ def test_detectors_of_a_small_collection_take_few_spark_jobs(analyzed, spark):
 
     analyzed(REAL, "crash-only")
     out = analyzed.outs["crash-only"]
-    tracker = spark.sparkContext.statusTracker()
-
-    def next_job() -> int:
-        ids = tracker.getJobIdsForGroup(None)
-        return max(ids) + 1 if ids else 0
+    next_job = partial(spark_jobs_so_far, spark)
 
     case = Case.open(spark, out)
     try:
