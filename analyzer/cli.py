@@ -17,7 +17,7 @@ from typing import Annotated, Any
 import typer
 from typer import _click
 
-from jobs.errors import InputError
+from jobs.errors import InputError, error_text
 from jobs.terminal import LogFormatter, escape
 
 from .choices import FAIL_ON, REPORT_FORMATS, SALVAGE_FORMATS, SQL_FORMATS
@@ -64,8 +64,8 @@ def internal_error(exc: BaseException, verbose: bool = False) -> typer.Exit:
     they did not make, and a traceback ending in exit 1 reads as "found something"."""
     if verbose:
         traceback.print_exception(exc, file=sys.stderr)
-    said = next((line.strip() for line in str(exc).splitlines() if line.strip()), "")
-    print(f"internal error: {type(exc).__name__}: {said} (-v shows the traceback; please report it)", file=sys.stderr)
+    said = next((line.strip() for line in (error_text(exc) or "").splitlines() if line.strip()), "")  # (a dead JVM says nothing)
+    print(f"internal error: {type(exc).__name__}{': ' + said if said else ''} (-v shows the traceback; please report it)", file=sys.stderr)
     return typer.Exit(INTERNAL_ERROR)
 
 

@@ -84,3 +84,23 @@ def test_bad_input_is_still_one_line_and_exit_2(tmp_path, args, said):
     assert res.exit_code == 2, res.stderr
     assert res.stderr.startswith("kafka-forensics: ") and res.stderr.count("\n") == 1, res.stderr
     assert said.format(tmp=tmp_path) in res.stderr
+
+
+class _Unsayable(Exception):
+    """What a py4j error is once its JVM has died: asking it for its text raises."""
+
+    def __str__(self) -> str:
+        raise ConnectionRefusedError(111, "Connection refused")
+
+
+def test_an_error_that_cannot_say_what_it_is_is_still_one_line(monkeypatch, tmp_path):
+    """A Py4JJavaError of a JVM that died (out of heap, killed) cannot be printed: its ``str`` asks
+    the JVM. The internal error is still one line (it was a second traceback, from the handler)."""
+    import jobs.ingest.run
+
+    def _dead(*args, **kwargs):
+        raise _Unsayable()
+
+    monkeypatch.setattr(jobs.ingest.run, "discover_inputs", _dead)
+    res = CliRunner().invoke(app, ["analyze", str(REAL / "crash-only"), "--out", str(tmp_path / "o"), "-q"])
+    assert (res.exit_code, res.stderr, res.stdout) == (3, "internal error: _Unsayable (-v shows the traceback; please report it)\n", "")

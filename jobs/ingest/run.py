@@ -105,6 +105,8 @@ def staged_run(inputs: list[Path | str], out: Path, master: str = "local[*]", pa
         own = spark is None and register and not is_remote_url(master)
         session = spark or get_session(master, input_bytes=size, catalog_dir=catalog.catalog_dir(tmp) if own else None)
         registrar = catalog.Registrar(session, tmp, out).start() if own else None
+        # (asked now: a JVM that ran out of heap may be gone when it is said)
+        heap = session.conf.get("spark.driver.memory", "?") if spark is None else None
         try:
             result = ingest(session, inputs, tmp, payloads=payloads, progress=progress, found=found, focus=focus)
             if registrar is not None:
@@ -119,7 +121,6 @@ def staged_run(inputs: list[Path | str], out: Path, master: str = "local[*]", pa
         except Exception as exc:
             code = no_room(exc)
             if spark is None and (code is not None or out_of_memory(exc, local=master.startswith("local"))):
-                heap = session.conf.get("spark.driver.memory", "?") if code is None else None  # while the JVM is there
                 # the tasks still running write into tmp: stop them first
                 logging.disable(logging.CRITICAL)  # py4j logs each call the dead JVM breaks
                 stop_jvm()

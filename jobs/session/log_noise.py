@@ -26,6 +26,9 @@ STARTUP_NOISE = (
 )
 
 
+OUT_OF_HEAP = "java.lang.OutOfMemoryError"
+
+
 def verbose() -> bool:
     """Whether Spark's own logs were asked for (``--verbose``, or KF_SPARK_LOG_LEVEL by hand)."""
     return LOG_LEVEL_ENV in os.environ
@@ -42,9 +45,14 @@ def _forward_stderr(pipe) -> None:
     (``jobs.terminal`` is a standard-library leaf beside ``jobs.errors``: the CLI and the report use it too.)"""
     from jobs.terminal import escape
 
+    ending = False
     for raw in iter(pipe.readline, b""):
         line = raw.decode("utf-8", "replace")
-        if not startup_noise(line):
+        # a JVM out of heap is ending (Spark exits on an OutOfMemoryError no caller caught): its
+        # stack traces and the threads failing after it are not the user's to read; the CLI says
+        # it in one line, naming the heap (``jobs.session.memory``)
+        ending = ending or OUT_OF_HEAP in line
+        if not ending and not startup_noise(line):
             with contextlib.suppress(OSError):
                 os.write(2, escape(line, keep="\n\t").encode("utf-8"))  # (Java's stack frames start with a tab)
 

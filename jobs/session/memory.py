@@ -18,12 +18,38 @@ class OutOfMemory(InputError, ValueError):
 _OUT_OF_MEMORY = ("java.lang.OutOfMemoryError", "Not enough memory to build and broadcast", "TaskResultLost")
 
 
+# Spark's exit code for a JVM that ended on an OutOfMemoryError (``SparkExitCode.OOM``): its
+# uncaught-exception handler exits with it when the error reached no caller (a broadcast or a
+# query stage's thread), so py4j can no longer ask the JVM what happened
+SPARK_EXIT_OOM = 52
+JVM_EXIT_WAIT = 10.0  # seconds a JVM that stopped answering is given to end, to read its exit code
+
+
 def out_of_memory(exc: BaseException, local: bool = True) -> bool:
-    """Whether ``exc`` (a py4j error carrying the JVM's text) says the heap ran out. TaskResultLost
+    """Whether ``exc`` (a py4j error carrying the JVM's text) says the heap ran out, or, when the
+    JVM no longer answers, whether it ended with Spark's out-of-memory exit code. TaskResultLost
     counts only on a ``local`` master: on a cluster a result is also lost when an executor dies,
     and the driver's heap is not to blame."""
     said = error_text(exc)
-    return said is not None and any(s in said for s in _OUT_OF_MEMORY if local or s != "TaskResultLost")
+    if said is None:
+        return isinstance(exc, Exception) and jvm_exit_code() == SPARK_EXIT_OOM
+    return any(s in said for s in _OUT_OF_MEMORY if local or s != "TaskResultLost")
+
+
+def jvm_exit_code(wait: float = JVM_EXIT_WAIT) -> int | None:
+    """The exit code of this process's own Spark JVM (the py4j gateway it started), once it has
+    ended; None while it runs, or when there is none of ours (Spark Connect, a JVM not started here)."""
+    import subprocess
+
+    from pyspark import SparkContext
+
+    proc = getattr(SparkContext._gateway, "proc", None)
+    if not isinstance(proc, subprocess.Popen):
+        return None
+    try:
+        return proc.wait(timeout=wait)
+    except subprocess.TimeoutExpired:
+        return None
 
 
 def gc_frozen(fn):

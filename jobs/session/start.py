@@ -110,6 +110,7 @@ def get_session(master: str = "local[*]", catalog_dir: Path | None = None, app: 
         # jobs through a py4j call made inside the interrupted one, which logs two tracebacks
         signal.signal(signal.SIGINT, on_sigint)
     spark.sparkContext.setLogLevel(os.environ.get(LOG_LEVEL_ENV, "ERROR"))
+    quiet_when_the_jvm_ends(spark.sparkContext)
     if catalog_dir is not None:
         # in case the JVM was already running, Derby still reads these at first use
         system = spark.sparkContext._jvm.java.lang.System
@@ -117,3 +118,21 @@ def get_session(master: str = "local[*]", catalog_dir: Path | None = None, app: 
         system.setProperty("derby.stream.error.file", str(catalog_dir / "derby.log"))
     return spark
 
+
+def quiet_when_the_jvm_ends(context) -> None:
+    """pyspark's accumulator server (a thread of ours the JVM reports to) prints a Python traceback
+    when its connection ends mid-message: the JVM died (out of heap, killed). What ended the run
+    is said once, in one line (``jobs.session.memory``, the CLI's internal error); a connection
+    the JVM dropped is left unsaid, any other error of the server as pyspark prints it."""
+    server = getattr(context, "_accumulatorServer", None)
+    if server is None or getattr(server, "_kf_quiet", False):
+        return
+    said = server.handle_error
+
+    def handle_error(request, client_address) -> None:
+        import sys
+
+        if not isinstance(sys.exc_info()[1], (EOFError, ConnectionError)):
+            said(request, client_address)
+
+    server.handle_error, server._kf_quiet = handle_error, True
