@@ -26,9 +26,6 @@ STARTUP_NOISE = (
 )
 
 
-OUT_OF_HEAP = "java.lang.OutOfMemoryError"
-
-
 def verbose() -> bool:
     """Whether Spark's own logs were asked for (``--verbose``, or KF_SPARK_LOG_LEVEL by hand)."""
     return LOG_LEVEL_ENV in os.environ
@@ -44,6 +41,8 @@ def _forward_stderr(pipe) -> None:
     control characters escaped: an error may quote a path or name from the evidence.
     (``jobs.terminal`` is a standard-library leaf beside ``jobs.errors``: the CLI and the report use it too.)"""
     from jobs.terminal import escape
+
+    from .memory import OUT_OF_HEAP
 
     ending = False
     for raw in iter(pipe.readline, b""):

@@ -15,7 +15,8 @@ class OutOfMemory(InputError, ValueError):
 # what the JVM says, through py4j, when the heap is too small for a job. TaskResultLost: a task's
 # result too big to return directly goes through the block manager's memory store, which drops it
 # when the heap is short (seen at 512 MiB, in place of the OutOfMemoryError of another run)
-_OUT_OF_MEMORY = ("java.lang.OutOfMemoryError", "Not enough memory to build and broadcast", "TaskResultLost")
+OUT_OF_HEAP = "java.lang.OutOfMemoryError"
+_OUT_OF_MEMORY = (OUT_OF_HEAP, "Not enough memory to build and broadcast", "TaskResultLost")
 
 
 # Spark's exit code for a JVM that ended on an OutOfMemoryError (``SparkExitCode.OOM``): its
@@ -41,10 +42,10 @@ def jvm_exit_code(wait: float = JVM_EXIT_WAIT) -> int | None:
     ended; None while it runs, or when there is none of ours (Spark Connect, a JVM not started here)."""
     import subprocess
 
-    from pyspark import SparkContext
+    from .signals import jvm_process
 
-    proc = getattr(SparkContext._gateway, "proc", None)
-    if not isinstance(proc, subprocess.Popen):
+    proc = jvm_process()
+    if proc is None:
         return None
     try:
         return proc.wait(timeout=wait)

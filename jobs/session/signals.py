@@ -59,6 +59,14 @@ def descendants(root: int | None = None) -> list[int]:
     return found
 
 
+def jvm_process():
+    """The ``subprocess.Popen`` of the JVM this process started (pyspark's py4j gateway), or None:
+    none started yet, or not ours to see (Spark Connect)."""
+    context = getattr(sys.modules.get("pyspark"), "SparkContext", None)
+    proc = getattr(getattr(context, "_gateway", None), "proc", None)
+    return proc if hasattr(proc, "wait") else None
+
+
 def stop_jvm(timeout: float = 30) -> None:
     """Kill the JVM this process started and every process under it, and wait until they are
     gone, so nothing writes another byte (a cancelled task still finishing its Parquet file into
@@ -68,7 +76,7 @@ def stop_jvm(timeout: float = 30) -> None:
     import time
 
     context = getattr(sys.modules.get("pyspark"), "SparkContext", None)
-    proc = getattr(getattr(context, "_gateway", None), "proc", None)
+    proc = jvm_process()
     server = getattr(getattr(context, "_active_spark_context", None), "_accumulatorServer", None)
     if server is not None:  # its connection from the JVM ends with an EOFError that socketserver prints
         server.handle_error = lambda request, client_address: None
