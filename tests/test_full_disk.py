@@ -143,6 +143,26 @@ def test_a_heap_too_small_is_one_line_and_leaves_no_dir(tmp_path):
     assert not list(tmp_path.glob("out.tmp-*"))
 
 
+def test_a_setting_spark_refuses_is_one_line(tmp_path):
+    """A user's spark-defaults.conf that Spark cannot use (a size where it reads a count) stops its
+    context from starting: that is the user's setting to mend, said in Spark's words in one line,
+    exit 2, not an internal error under the JVM's stack trace."""
+    import shutil
+
+    conf = tmp_path / "spark-conf"
+    conf.mkdir()
+    shutil.copy(ROOT / "jobs" / "session" / "spark_conf" / "log4j2.properties", conf)
+    (conf / "spark-defaults.conf").write_text("spark.testing.memory 8g\n")
+    out = tmp_path / "out"
+    run = subprocess.run([*CLI, "analyze", str(REAL / "crash-only"), "--out", str(out)], cwd=tmp_path, capture_output=True,
+                         text=True, timeout=300, env={**os.environ, "PYTHONPATH": str(ROOT), "SPARK_CONF_DIR": str(conf)})
+    assert run.returncode == 2, run.stderr[-3000:]
+    lines = [line for line in run.stderr.splitlines() if line.strip() and not line.startswith("INFO ")]
+    assert len(lines) == 1 and lines[0].startswith("kafka-forensics: Spark could not start: "), run.stderr[-3000:]
+    assert "spark.testing.memory" in lines[0] and "8g" in lines[0]
+    assert not out.exists() and not list(tmp_path.glob("out.tmp-*"))
+
+
 def test_a_bad_driver_memory_is_one_line(tmp_path):
     """KF_DRIVER_MEMORY below what Spark starts with, or not a size, is one line naming it, exit 2,
     before any JVM (it was Spark's INVALID_DRIVER_MEMORY stack trace and a Python traceback, exit 1)."""
