@@ -41,6 +41,7 @@ from jobs.replicas.replica_logs import live_segment_batches
 from jobs.replicas.survivors import Survivor, survivors, survivors_frame
 from jobs.session.parallel import side_by_side
 from jobs.store.io import (
+    arrow_table,
     collected,
     collected_rows,
     collected_together,
@@ -183,14 +184,17 @@ class Case:
                 events = focused_events(metadata.metadata_events(t["metadata_records"], clear_elr), self.focus)
                 meta = beside.submit(self._written, events, "metadata_events")
             markers = small_table(self.out, "clean_shutdown", ["broker", "log_dir"])
-            self.replica_logs = self._written(replica_logs.build(t, markers), "replica_logs")
+            logs = replica_logs.local_build({n: arrow_table(self.out, n, c) for n, c in replica_logs.LOCAL_INPUTS.items()}, markers)
+            write_local_table(self.out, "replica_logs", logs, replica_logs.SCHEMA)
+            self.replica_logs = read_table(self.spark, self.out, "replica_logs")
+            self.__dict__["replicas"] = replica_logs.rows_of(logs)
             self.metadata_events = meta.result() if has_metadata_log else self._written_empty(
                 focused_events(metadata.metadata_events(t["metadata_records"], False), self.focus), "metadata_events")
             stage("jobs: epoch lineage, offset ranges")
-            starts, meta_rows, log_rows, replicas, brokers = collected_together(
+            starts, meta_rows, log_rows, brokers = collected_together(
                 epoch_lineage.epoch_starts(t, overlaps=True), *epoch_lineage.leadership_events(self.metadata_events, t["log_events"]),
-                self.replica_logs, metadata.broker_records(t["metadata_records"]))
-            self.__dict__["replicas"], self.__dict__["leadership_events"] = replicas, (meta_rows, log_rows)
+                metadata.broker_records(t["metadata_records"]))
+            self.__dict__["leadership_events"] = (meta_rows, log_rows)
             overlapping = epoch_lineage.overlapping(starts)
             ranges = beside.submit(lambda: self._written(offset_ranges.build(t, self.replica_logs, overlapping), "offset_ranges"))
             lineage = epoch_lineage.build(epoch_lineage.starts_only(starts), self.replicas, self.logged_leaders)
