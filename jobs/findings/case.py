@@ -184,19 +184,29 @@ class Case:
                 events = focused_events(metadata.metadata_events(t["metadata_records"], clear_elr), self.focus)
                 meta = beside.submit(self._written, events, "metadata_events")
             markers = small_table(self.out, "clean_shutdown", ["broker", "log_dir"])
-            logs = replica_logs.local_build({n: arrow_table(self.out, n, c) for n, c in replica_logs.LOCAL_INPUTS.items()}, markers)
+            small = {n: arrow_table(self.out, n, c) for n, c in replica_logs.LOCAL_INPUTS.items()}
+            small["batch_runs"] = arrow_table(self.out, "batch_runs", list(dict.fromkeys(
+                replica_logs.LOCAL_INPUTS["batch_runs"] + epoch_lineage.LOCAL_INPUTS["batch_runs"] + offset_ranges.LOCAL_INPUT)))
+            logs = replica_logs.local_build(small, markers)
             write_local_table(self.out, "replica_logs", logs, replica_logs.SCHEMA)
             self.replica_logs = read_table(self.spark, self.out, "replica_logs")
             self.__dict__["replicas"] = replica_logs.rows_of(logs)
             self.metadata_events = meta.result() if has_metadata_log else self._written_empty(
                 focused_events(metadata.metadata_events(t["metadata_records"], False), self.focus), "metadata_events")
             stage("jobs: epoch lineage, offset ranges")
-            starts, meta_rows, log_rows, brokers = collected_together(
-                epoch_lineage.epoch_starts(t, overlaps=True), *epoch_lineage.leadership_events(self.metadata_events, t["log_events"]),
-                metadata.broker_records(t["metadata_records"]))
+            starts = epoch_lineage.local_epoch_starts(small)
+            if has_metadata_log or row_count(self.out, "log_events"):
+                meta_rows, log_rows, brokers = collected_together(
+                    *epoch_lineage.leadership_events(self.metadata_events, t["log_events"]), metadata.broker_records(t["metadata_records"]))
+            else:  # (nothing names a leader or a broker: no query)
+                meta_rows, log_rows, brokers = [], [], []
             self.__dict__["leadership_events"] = (meta_rows, log_rows)
             overlapping = epoch_lineage.overlapping(starts)
-            ranges = beside.submit(lambda: self._written(offset_ranges.build(t, self.replica_logs, overlapping), "offset_ranges"))
+            if overlapping:  # (runs that interleave: their batches are joined, in Spark)
+                ranges = beside.submit(lambda: self._written(offset_ranges.build(t, self.replica_logs, overlapping), "offset_ranges"))
+            else:
+                write_local_table(self.out, "offset_ranges", offset_ranges.local_build(small["batch_runs"], logs), offset_ranges.SCHEMA)
+                ranges = beside.submit(read_table, self.spark, self.out, "offset_ranges")
             lineage = epoch_lineage.build(epoch_lineage.starts_only(starts), self.replicas, self.logged_leaders)
             write_local_table(self.out, "epoch_lineage", lineage, epoch_lineage.SCHEMA)
             self.epoch_lineage = read_table(self.spark, self.out, "epoch_lineage")

@@ -37,6 +37,15 @@ def codes(col: pa.ChunkedArray | pa.Array) -> np.ndarray:
     return np.where(ok, v.astype(np.int64), 0) * 2 + ok
 
 
+def changes(cols: list[np.ndarray], n: int) -> np.ndarray:
+    """Per row, whether it opens a run of equal keys (``codes`` columns, rows in their order)."""
+    brk = np.zeros(n, dtype=bool)
+    brk[:1] = True
+    for c in cols:
+        brk[1:] |= c[1:] != c[:-1]
+    return brk
+
+
 class Groups:
     """The rows of ``table`` grouped by ``keys``: ``order`` sorts them by key, ``starts`` are the
     first sorted row of each group, ``first`` the table's rows that open each group (their keys)."""
@@ -45,11 +54,7 @@ class Groups:
         self.n = table.num_rows
         cols = [codes(table.column(k)) for k in keys]
         self.order = np.lexsort(cols[::-1]) if cols else np.arange(self.n)
-        brk = np.zeros(self.n, dtype=bool)
-        brk[:1] = True
-        for c in cols:
-            s = c[self.order]
-            brk[1:] |= s[1:] != s[:-1]
+        brk = changes([c[self.order] for c in cols], self.n)
         self.starts = np.flatnonzero(brk) if self.n else np.array([], dtype=np.int64)
         self.first = self.order[self.starts]
         self.id = np.cumsum(brk) - 1  # the group of each sorted row
