@@ -4,7 +4,9 @@ computed once per run.
 ``Case.open`` builds the job tables (replica_logs, metadata_events, epoch_lineage, offset_ranges,
 broker_events, timeline) and writes each into the output DIR; the detectors read the first four
 back from their files (broker_events only feeds the timeline): each is computed once, by its
-write. Why not keep them cached instead: a cached DataFrame carries its whole plan into every
+write. replica_logs, epoch_lineage and offset_ranges are computed on the driver from the small
+input tables (``batch_runs``, summed at ingest: a few rows per segment; files, checkpoints), so
+their cost follows segments and replicas, not batches, and pays no Spark query. Why not keep them cached instead: a cached DataFrame carries its whole plan into every
 query that reads it, and Spark plans through it each time (its analysis, and the cache manager
 comparing every piece of the plan with every cached one: a third of a small collection's jobs
 phase, docs/design.md). Read back, a job table is one Parquet scan declared with the schema in its footer
@@ -167,13 +169,17 @@ class Case:
         a small collection's job is mostly Spark planning it on one JVM thread, and the other core
         sat half idle).
 
-        Why so few Spark jobs (each ~0.1 s whatever its rows): the small inputs the tables need
+        Why so few Spark jobs (each ~0.1-1 s whatever its rows): the small inputs the tables need
         (clean-shutdown markers, whether a ClearElrRecord exists, whether there is a metadata log at
-        all) are read from the files without Spark; the small frames the driver decides from (the
-        epoch starts with the replicas whose runs overlap, the leadership events, replica_logs, the
-        broker records) come back in one query (``collected_together``); the tables decided on the
-        driver (epoch_lineage, broker_events) are written by pyarrow (``write_local_table``); the
-        metadata log's tables are not computed when ingest found no metadata log."""
+        all) are read from the files without Spark; replica_logs, the epoch starts (with the
+        replicas whose runs overlap) and offset_ranges are computed on the driver from
+        ``batch_runs`` and the other per-file tables, read by pyarrow (``arrow_table``), where
+        on a deep healthy partition their Spark queries over nine runs were ~8 Spark jobs and
+        most of the jobs phase (issue 35); offset_ranges goes to Spark only where runs overlap
+        (it joins those replicas' batches); the leadership events and broker records come back in
+        one query (``collected_together``), none when nothing can name a leader; the tables
+        decided on the driver are written by pyarrow (``write_local_table``); the metadata log's
+        tables are not computed when ingest found no metadata log."""
         t = self.tables
         has_metadata_log = row_count(self.out, "metadata_records") > 0
         with side_by_side(1, "kf-job") as beside:

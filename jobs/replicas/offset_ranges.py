@@ -7,7 +7,8 @@ are batches too, so they never make holes; a hole is offsets no batch covers. It
 log start offset: retention or deleteRecords), or ``unexplained`` (what ``offset_gap`` /
 ``segment_gap`` report). The gaps-and-islands work is window functions, so it scales with the data;
 it joins the runs of batches ingest summed (``batch_runs``), so it costs segments, not batches,
-except on a replica whose runs overlap (there batches of two runs interleave, and it joins batches).
+on the driver (``local_build``), except where a replica's runs overlap (there batches of two runs
+interleave, and ``build`` joins that replica's batches in Spark).
 """
 
 from __future__ import annotations
@@ -37,33 +38,21 @@ def islands(df: DataFrame, keys: list[str], start: str = "offset", end: str = "o
     return df.withColumn(name, F.sum(brk.cast("int")).over(w.rowsBetween(Window.unboundedPreceding, 0)))
 
 
-def overlapping_replicas(runs: DataFrame) -> DataFrame:
-    """Replicas (``REPLICA_KEY``) where two runs of batches share an offset (a segment overlap,
-    an offset regression, a batch written twice). Only there can batches of different runs
-    interleave in offset order, so only there must the ranges be joined batch by batch. A running
-    maximum over a frame that only grows: one pass per replica."""
-    w = Window.partitionBy(*REPLICA_KEY).orderBy("first_offset", "path", "position")
-    seen = F.max("last_offset").over(w.rowsBetween(Window.unboundedPreceding, -1))
-    return runs.withColumn("_seen", seen).where(F.col("first_offset") <= F.col("_seen")).select(*REPLICA_KEY).distinct()
-
-
-def build(t: dict[str, DataFrame], replica_logs: DataFrame, overlapping: list | None = None) -> DataFrame:
-    """The offset_ranges table. Data ranges are joined from ``batch_runs`` (a few rows a segment);
-    the batches themselves are read only for ``overlapping`` replicas (``overlapping_replicas``
-    rows, collected by the caller; None: worked out here), where runs interleave.
+def build(t: dict[str, DataFrame], replica_logs: DataFrame, overlapping: list) -> DataFrame:
+    """The offset_ranges table in Spark, for a collection where some replicas' runs overlap
+    (``overlapping``: their ``REPLICA_KEY`` rows, ``epoch_lineage.running_overlap``): there
+    batches of two runs interleave in offset order, so those replicas' ranges are joined from
+    their batches (``batches``: a pass over a deep partition's every batch, in Spark), the others'
+    from ``batch_runs``. Everywhere else ``local_build`` computes the same table on the driver.
 
     Why one stream: the runs (or batches), and each replica's replica_logs row (its log start and
     whether it is compacted, which name a hole's reason), are hashed by replica once, and the
     islands, the ranges, the holes after them and their reasons are windows and an aggregate over
-    that one shuffle; each range row then yields itself and the hole after it. Computed as a union
-    of ranges and holes joined to replica_logs, it was two shuffles of the same runs and a
-    broadcast, a Spark job each."""
+    that one shuffle; each range row then yields itself and the hole after it."""
     runs = live_segment_batches(t["batch_runs"]).select(
         *REPLICA_KEY, "path", "position", F.col("first_offset").alias("base_offset"), "end_offset", "last_offset",
         "records", "bytes", F.coalesce("partition_leader_epoch", F.lit(-1)).alias("leader_epoch"),
     )
-    if overlapping is None:
-        overlapping = overlapping_replicas(runs.withColumnRenamed("base_offset", "first_offset")).collect()
     cols = ["base_offset", "end_offset", "last_offset", "records", "bytes", "leader_epoch", "path", "position"]
     r = runs.select(*REPLICA_KEY, *cols)
     if overlapping:
@@ -136,8 +125,8 @@ LOCAL_INPUT = [*REPLICA_KEY, "log_dir", "dir_state", "file_kind", "path", "posit
 def local_build(runs: pa.Table, replica_logs: pa.Table) -> pa.Table:
     """``build``'s table (``SCHEMA``, as Arrow) on the driver, from ``batch_runs`` (its
     ``LOCAL_INPUT`` columns) and the replica_logs table (``replica_logs.local_build``), for
-    collections where no replica's runs overlap (``overlapping_replicas``: there batches of two
-    runs interleave, and ``build`` joins the batches in Spark).
+    collections where no replica's runs overlap (``epoch_lineage.running_overlap``: there batches
+    of two runs interleave, and ``build`` joins the batches in Spark).
 
     Why: the runs are a few rows per segment, and ``build``'s Spark query (windows over them and
     the replica_logs rows, an aggregate, a second window) cost ~1 s of planning and scheduling
