@@ -129,6 +129,8 @@ def local_build(t: dict[str, pa.Table], markers: list) -> pa.Table:
                    pc.and_(pc.fill_null(pc.not_equal(f.column("topic"), METADATA_TOPIC), False), pc.is_valid(base)))
     f = f.append_column("_b", base).filter(keep)
     digits = pc.struct_field(f.column("_b"), [0])
+    # (twenty digits past a long's range name no Kafka segment: a null base offset, not a failed cast)
+    digits = pc.if_else(pc.less_equal(digits, "09223372036854775807"), digits, pa.scalar(None, pa.string()))
     segs = pa.table({**{c: f.column(c) for c in _KEY}, "_segment": pa.array(np.ones(f.num_rows, dtype=bool)),
                      "segment_base_offset": pc.cast(digits, pa.int64()) if f.num_rows else pa.array([], pa.int64())})
     cp = t["checkpoints"]
