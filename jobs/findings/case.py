@@ -27,6 +27,7 @@ from fnmatch import translate
 from pathlib import Path
 from typing import Any
 
+import pyarrow as pa
 from pyspark.sql import DataFrame, Row, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
@@ -37,9 +38,10 @@ from jobs.history.views import History
 from jobs.ingest.focus import INTERNAL_PREFIX, Focus
 from jobs.replicas import compare, epoch_lineage, offset_ranges, replica_logs
 from jobs.replicas.epoch_lineage import LeaderEpoch
+from jobs.replicas.grouped import Groups
 from jobs.replicas.ledger import read_ledger
 from jobs.replicas.metadata_log import MetadataLogComparison, read_comparison
-from jobs.replicas.replica_logs import live_segment_batches
+from jobs.replicas.replica_logs import live_segment_batches, live_segment_runs
 from jobs.replicas.survivors import Survivor, survivors, survivors_frame
 from jobs.session.parallel import side_by_side
 from jobs.store.io import (
@@ -292,13 +294,17 @@ class Case:
     def segment_epochs(self) -> list[Row]:
         """Per live segment and leader epoch of its batches (``partition_leader_epoch``, null for
         v0/v1): ``first_offset`` (lowest), ``last_offset`` (highest), ``last_timestamp`` (newest),
-        from one aggregate over ``batch_runs``, collected (a few rows per segment). Segment
-        overlaps (gaps) and each epoch's first offset (the restart preview) read it, where each
-        was an aggregate of its own over the same runs."""
-        runs = live_segment_batches(self.tables["batch_runs"])
-        return runs.groupBy("topic", "partition", "broker", "path", "partition_leader_epoch").agg(
-            F.min("first_offset").alias("first_offset"), F.max("last_offset").alias("last_offset"),
-            F.max("last_timestamp").alias("last_timestamp")).collect()
+        from one group-by over ``batch_runs`` on the driver (a few rows per segment, read by
+        pyarrow: no Spark job), sorted as ``collected`` sorts. Segment overlaps (gaps) and each
+        epoch's first offset (the restart preview) read it, where each was an aggregate of its own
+        over the same runs."""
+        key = ["topic", "partition", "broker", "path", "partition_leader_epoch"]
+        runs = live_segment_runs(arrow_table(self.out, "batch_runs", [*key, "log_dir", "dir_state", "file_kind", "first_offset",
+                                                                     "last_offset", "last_timestamp"]))
+        g = Groups(runs, key)
+        rows = pa.table({**dict(zip(key, g.keys(runs, key), strict=True)), "first_offset": g.min(runs.column("first_offset")),
+                         "last_offset": g.max(runs.column("last_offset")), "last_timestamp": g.max(runs.column("last_timestamp"))})
+        return collected_rows([Row(**r) for r in rows.to_pylist()])
 
     @once_property
     def batches(self) -> DataFrame:
