@@ -4,12 +4,16 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+import numpy as np
+import pyarrow as pa
 from pyspark.sql import DataFrame, Row
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from jobs.replicas.replica_logs import live_segment_batches
-from jobs.store.io import local_frame
+from jobs.ingest.producer_epoch_sums import sequence_hash_slices
+from jobs.replicas.grouped import Groups, values
+from jobs.replicas.replica_logs import live_segment_batches, live_segment_runs
+from jobs.store.io import arrow_table, collected_rows, local_frame
 
 from .model import Evidence, Finding
 
@@ -101,12 +105,51 @@ def producer_epochs(batches: DataFrame) -> DataFrame:
     return g.select(*PRODUCER_EPOCH, ((F.col("n") > 1) & ~chained).alias("suspect"), "last_marker", "last_txn_data")
 
 
+# the producer_epoch_sums columns ``local_producer_epochs`` reads
+SUM_COLUMNS = [*PRODUCER_EPOCH, "dir_state", "file_kind", "data_batches", "min_base_sequence", "max_end_sequence", "min_sequence_span",
+               "base_sequence_sum", "end_sequence_sum", "base_sequence_hash_0", "base_sequence_hash_1", "end_sequence_hash_0",
+               "end_sequence_hash_1", "last_marker_offset", "last_txn_data_offset"]
+
+
+def local_producer_epochs(sums: pa.Table) -> list[Row]:
+    """``producer_epochs``' rows (``suspect``, ``last_marker``, ``last_txn_data``), computed on the
+    driver from ingest's ``producer_epoch_sums`` (``SUM_COLUMNS``: a row per piece of a segment
+    and producer epoch, whatever the depth) instead of every batch: the same chain check on the
+    per-piece partial sums added up, with our own hash of a sequence
+    (``producer_epoch_sums.sequence_hash_slices``) where Spark's ``xxhash64`` was: only sums of
+    hashes are compared, so the answer does not depend on which hash. Sorted as ``collected`` sorts."""
+    s = live_segment_runs(sums)
+    g = Groups(s, PRODUCER_EPOCH)
+    if not len(g):
+        return []
+
+    def total(name: str) -> np.ndarray:
+        v, ok = values(g.sum(s.column(name)))
+        return np.where(ok, v, 0)
+
+    n = total("data_batches")
+    lo, lo_ok = values(g.min(s.column("min_base_sequence")))
+    hi, hi_ok = values(g.max(s.column("max_end_sequence")))
+    min_len, len_ok = values(g.min(s.column("min_sequence_span")))
+    (lo0, lo1), (hi0, hi1) = sequence_hash_slices(lo), sequence_hash_slices(hi)
+    with np.errstate(over="ignore"):
+        chained = (len_ok & (min_len > 0) & lo_ok & hi_ok
+                   & (total("base_sequence_sum") + hi == total("end_sequence_sum") + lo)
+                   & (total("base_sequence_hash_0") + hi0 == total("end_sequence_hash_0") + lo0)
+                   & (total("base_sequence_hash_1") + hi1 == total("end_sequence_hash_1") + lo1))
+    table = pa.table({**dict(zip(PRODUCER_EPOCH, g.keys(s, PRODUCER_EPOCH), strict=True)), "suspect": pa.array((n > 1) & ~chained),
+                      "last_marker": g.max(s.column("last_marker_offset")), "last_txn_data": g.max(s.column("last_txn_data_offset"))})
+    return collected_rows([Row(**r) for r in table.to_pylist()])
+
+
 def _producer_epochs(case: Case) -> list[Row]:
-    """``producer_epochs`` of the case's batches, only the rows that ask for a look (``suspect``)
-    or are transactional (data or markers; a transactions v2 marker carries the data's epoch + 1):
-    one Spark query for producers and transactions both."""
-    return producer_epochs(case.tables["batches"]).where(
-        F.col("suspect") | F.col("last_txn_data").isNotNull() | F.col("last_marker").isNotNull()).collect()
+    """``local_producer_epochs`` of the case's ``producer_epoch_sums``, only the rows that ask
+    for a look (``suspect``) or are transactional (data or markers; a transactions v2 marker
+    carries the data's epoch + 1): read by pyarrow, no Spark job, for producers and transactions
+    both. (One Spark aggregate over every producer's batches was most of a deep partition's jobs
+    phase: issue 35.)"""
+    rows = local_producer_epochs(arrow_table(case.out, "producer_epoch_sums", SUM_COLUMNS))
+    return [r for r in rows if r["suspect"] or r["last_txn_data"] is not None or r["last_marker"] is not None]
 
 
 def suspects(case: Case) -> list[Row]:

@@ -22,6 +22,7 @@ import pyarrow.compute as pc
 from jobs.ingest import stores
 from jobs.ingest.batch_runs import runs_of
 from jobs.ingest.focus import Focus
+from jobs.ingest.producer_epoch_sums import sums_of
 from jobs.ingest.shaping import Piece, bug_detail, files_row, files_table, problem_raw, records_final, shaped
 from jobs.store.tables import EXTRA_TABLE, INTERNAL_TOPIC_TABLE, KIND_TABLE
 from parsers import consumer_offsets, metadata_records, remote_log_metadata, share_group_state, transaction_state
@@ -110,6 +111,9 @@ def segment_pieces(batches: pa.Table, records: pa.Table | None, f: dict, base: i
     yield Piece("batches", batches, f, extra)
     if batches.num_rows:
         yield Piece("batch_runs", runs_of(batches), f, extra)
+        sums = sums_of(batches)
+        if sums.num_rows:
+            yield Piece("producer_epoch_sums", sums, f, extra)
     if records is not None and records.num_rows:
         yield Piece("records", records_raw(records, batches), f, finish=records_final)
 

@@ -95,6 +95,23 @@ BATCH_RUN_SCHEMA = pa.schema([
     pa.field("readable", pa.int64()),  # batches whose CRC is valid (or not checked)
     *[pa.field(f"digest_{i}", pa.int64()) for i in range(4)],  # sums of batch_runs.digest_parts over the readable batches
 ])
+# Per piece of a segment and producer epoch, sums of its batches' sequence numbers, summed by the
+# task that parsed them (``jobs.ingest.producer_epoch_sums``): what the producers and transactions
+# detectors read instead of every batch of every producer.
+PRODUCER_EPOCH_SUM_SCHEMA = pa.schema([
+    pa.field("producer_id", pa.int64()),  # >= 0 (batches without a producer id have no row)
+    pa.field("producer_epoch", pa.int16()),
+    pa.field("data_batches", pa.int64()),  # non-control batches with a base sequence >= 0
+    pa.field("min_base_sequence", pa.int64()),  # of the data batches (null: none)
+    pa.field("max_end_sequence", pa.int64()),  # highest last sequence + 1
+    pa.field("min_sequence_span", pa.int64()),  # lowest last sequence + 1 - base sequence
+    pa.field("base_sequence_sum", pa.int64()),
+    pa.field("end_sequence_sum", pa.int64()),  # sum of last sequence + 1
+    *[pa.field(f"base_sequence_hash_{i}", pa.int64()) for i in range(2)],  # sums of producer_epoch_sums.sequence_hash_slices
+    *[pa.field(f"end_sequence_hash_{i}", pa.int64()) for i in range(2)],
+    pa.field("last_marker_offset", pa.int64()),  # base offset of the last control batch (COMMIT/ABORT)
+    pa.field("last_txn_data_offset", pa.int64()),  # base offset of the last transactional data batch
+])
 SCHEMAS: dict[str, pa.Schema] = {
     "files": pa.schema(COMMON + [
         pa.field("kind", pa.string()),  # parsers.names.detect_kind; null: not a Kafka file name
@@ -108,6 +125,10 @@ SCHEMAS: dict[str, pa.Schema] = {
         pa.field("file_kind", pa.string()),  # segment | kraft_snapshot | bootstrap_checkpoint
     ]),
     "batch_runs": _with_common(BATCH_RUN_SCHEMA, [
+        pa.field("segment_base_offset", pa.int64()),
+        pa.field("file_kind", pa.string()),
+    ]),
+    "producer_epoch_sums": _with_common(PRODUCER_EPOCH_SUM_SCHEMA, [
         pa.field("segment_base_offset", pa.int64()),
         pa.field("file_kind", pa.string()),
     ]),

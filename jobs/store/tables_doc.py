@@ -22,6 +22,9 @@ ABOUT = {
     "batch_runs": "one row per run of contiguous batches of one leader epoch in a piece of a segment (summed by the task that "
                   "parsed them): offsets, counts, bytes, timestamps, magic range and a digest of the batches; what the per-replica "
                   "jobs read instead of every batch",
+    "producer_epoch_sums": "one row per producer epoch in a piece of a segment (summed by the task that parsed its batches): "
+                           "counts, sums, hashes and extremes of its sequence numbers, its last marker and transactional data; what "
+                           "the producers and transactions detectors read instead of every batch",
     "records": "one row per record, Spark Kafka-source column names; `key`/`value` only with `--payloads`",
     "index_entries": "offset index (`.index`) entries",
     "time_index_entries": "time index (`.timeindex`) entries",
