@@ -104,10 +104,21 @@ def assert_same_tables(spark, root: Path, tmp_path: Path, payloads: bool = False
     assert split.tasks > whole.tasks  # the segment was read in spans
     for name in tables:
         assert rows(spark, tmp_path / "split", name) == rows(spark, tmp_path / "whole", name), name
-    # a run of batches never spans two pieces, and spans cut pieces elsewhere: the runs differ,
-    # what they sum to per replica does not
-    assert {k: v for k, v in split.rows.items() if k != "batch_runs"} == {k: v for k, v in whole.rows.items() if k != "batch_runs"}
+    # a run of batches (a producer epoch's sums) never spans two pieces, and spans cut pieces
+    # elsewhere: the runs (sums) differ, what they add up to per replica (producer epoch) does not
+    per_piece = ("batch_runs", "producer_epoch_sums")
+    assert {k: v for k, v in split.rows.items() if k not in per_piece} == {k: v for k, v in whole.rows.items() if k not in per_piece}
     assert run_sums(spark, tmp_path / "split") == run_sums(spark, tmp_path / "whole")
+    epochs = producer_epochs(tmp_path / "whole")
+    assert epochs and producer_epochs(tmp_path / "split") == epochs
+
+
+def producer_epochs(out: Path) -> list:
+    """Per replica and producer epoch, what the producers detector decides from its sums."""
+    from jobs.findings.producers import SUM_COLUMNS, local_producer_epochs
+    from jobs.store.io import arrow_table
+
+    return local_producer_epochs(arrow_table(out, "producer_epoch_sums", SUM_COLUMNS))
 
 
 def run_sums(spark, out: Path) -> list[tuple]:
