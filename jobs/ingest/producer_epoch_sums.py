@@ -59,9 +59,12 @@ def sums_of(batches: pa.Table) -> pa.Table:
     epoch_col = b.column("producer_epoch")
     epoch_ok = np.asarray(epoch_col.is_valid().to_numpy(zero_copy_only=False), dtype=bool)
     epoch = epoch_col.fill_null(0).to_numpy(zero_copy_only=False).astype(np.int64)
-    order = np.lexsort((epoch, epoch_ok, pid))
-    pid, epoch, epoch_ok = pid[order], epoch[order], epoch_ok[order]
-    n = len(order)
+    n = len(pid)
+    if (pid == pid[0]).all() and (epoch == epoch[0]).all() and (epoch_ok == epoch_ok[0]).all():
+        order = np.arange(n)  # (one producer epoch, a piece's usual case: no sort)
+    else:
+        order = np.lexsort((epoch, epoch_ok, pid))
+        pid, epoch, epoch_ok = pid[order], epoch[order], epoch_ok[order]
     brk = np.ones(n, dtype=bool)
     brk[1:] = (pid[1:] != pid[:-1]) | (epoch_ok[1:] != epoch_ok[:-1]) | (epoch[1:] != epoch[:-1])
     starts = np.flatnonzero(brk)
