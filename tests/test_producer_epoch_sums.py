@@ -101,3 +101,19 @@ def test_a_piece_without_producer_ids_has_no_row():
     rows = [{"position": 0, "size": 50, "magic": 2, "base_offset": 0, "last_offset": 0, "record_count": 1, "producer_id": -1,
              "producer_epoch": -1, "base_sequence": -1, "last_sequence": -1, "is_transactional": False, "is_control": False}]
     assert sums_of(pa.Table.from_pylist([{f.name: r.get(f.name) for f in BATCH_SCHEMA} for r in rows], schema=BATCH_SCHEMA)).num_rows == 0
+
+
+def test_a_piece_of_one_producer_epoch_sums_as_a_mixed_piece_does():
+    """(a piece of one producer epoch is not sorted: the same row as among other producers')"""
+    rng = random.Random(5)
+    rows = [r for r in random_producer_batches(rng, 400) if r["producer_id"] == 4 and r["producer_epoch"] is not None]
+    epoch = rows[0]["producer_epoch"]
+    one = [r for r in rows if r["producer_epoch"] == epoch]
+    other = {**one[0], "producer_id": 3, "base_offset": 10**6, "last_offset": 10**6}
+
+    def table(rs):
+        return pa.Table.from_pylist([{f.name: r.get(f.name) for f in BATCH_SCHEMA} for r in rs], schema=BATCH_SCHEMA)
+
+    alone = sums_of(table(one)).to_pylist()
+    assert len(one) > 10 and len(alone) == 1
+    assert [r for r in sums_of(table([other, *one])).to_pylist() if r["producer_id"] == 4] == alone
