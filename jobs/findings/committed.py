@@ -17,7 +17,6 @@ from jobs.replicas.batch_diffs import overlapping
 from jobs.replicas.ledger import ledger_lost_offsets, lost_acks, lost_ledger_rows, record_view
 from jobs.replicas.offset_ranges import islands
 from jobs.replicas.survivors import lost_on_every_candidate
-from jobs.store.io import local_frame
 
 if TYPE_CHECKING:
     from .case import Case
@@ -76,7 +75,7 @@ def span_lost(spans: DataFrame, survivors_df: DataFrame, replica_logs: DataFrame
 
 def span_loss_groups(lost: DataFrame) -> DataFrame:
     """``span_lost`` rows per span bounds (every holder and candidate of those offsets), as
-    ``lost_on_every_candidate`` and ``loss_ranges`` take them per offset: kept where lost on every
+    ``lost_on_every_candidate`` and ``loss_ranges`` take them per offset: ``_lost`` where lost on every
     candidate, with ``_inexact`` where a span does not stand for its offsets: cut by a bound,
     overlapping other bounds, or held in more than two versions (the bytes lost per offset are
     the larger holder's record: of two versions, the sum a span of the two says, ``max_size``).
@@ -93,22 +92,24 @@ def span_loss_groups(lost: DataFrame) -> DataFrame:
         F.max("holder_hw").alias("holder_hw"),
         F.max("_cut").alias("_cut"),
         F.size(F.collect_set(rec["crc"])).alias("_versions"),
-    ).where(F.col("_on") == F.col("_candidates"))
+    ).withColumn("_lost", F.col("_on") == F.col("_candidates"))
     two = F.expr("array_max(transform(filter(_pairs, p -> p.lo = _lo AND p.hi = _hi), p -> p.max_size))")
     first = F.col("_first")
     g = g.withColumn("size", F.when(F.col("_versions") == 1, F.col("_one")).when(F.col("_versions") == 2, two)).select(
         *[c for c in g.columns if c != "_first"], "size", first["epoch"].alias("epoch"), first["producer_id"].alias("producer_id"),
         first["producer_epoch"].alias("producer_epoch"), first["base_sequence"].alias("seq"), first["first_ts"].alias("first_ts"),
         first["last_ts"].alias("last_ts"), first["path"].alias("path"), first["position"].alias("position"))
-    inexact = F.coalesce(F.col("_cut") | (F.col("_versions") > 2) | F.col("size").isNull(), F.lit(True))
+    # (spans lost on some candidate only lose nothing, whatever their records: they only count where they overlap)
+    inexact = F.col("_lost") & F.coalesce(F.col("_cut") | (F.col("_versions") > 2) | F.col("size").isNull(), F.lit(True))
     return g.withColumn("_inexact", inexact | overlapping(g, ["topic", "partition"])).drop(
         "_on", "_candidates", "_lo", "_hi", "_one", "_pairs", "_cut", "_versions")
 
 
 def span_loss_ranges(groups: DataFrame) -> DataFrame:
-    """``loss_ranges`` of ``span_loss_groups`` (of partitions where none is ``_inexact``): the same
-    rows its offsets give."""
-    g = islands(groups, ["topic", "partition"], start="first_offset", end="last_offset").groupBy("topic", "partition", "_island").agg(
+    """``loss_ranges`` of ``span_loss_groups``: the same rows its offsets give (those ``_lost``), in
+    the partitions where no range is ``_inexact`` (the spans not lost are ranges too, to say so)."""
+    g = islands(groups, ["topic", "partition", "_lost"], start="first_offset", end="last_offset").groupBy(
+            "topic", "partition", "_lost", "_island").agg(
         F.min("first_offset").alias("first_offset"), F.max("last_offset").alias("last_offset"),
         F.sum(F.col("last_offset") - F.col("first_offset") + 1).alias("records"),
         F.sum("size").cast("long").alias("bytes"),
@@ -121,6 +122,7 @@ def span_loss_ranges(groups: DataFrame) -> DataFrame:
         F.min_by("path", "first_offset").alias("path"), F.min_by("position", "first_offset").alias("position"),
         F.max("overwritten").alias("overwritten"), F.max("holder_hw").alias("holder_hw"),
         F.array(F.lit("hw")).alias("sources"),
+        F.max("_inexact").alias("_inexact"),
     )
     return g
 
@@ -159,16 +161,12 @@ def loss_ranges(lost: DataFrame) -> list[Row]:
 
 def _span_ranges(case: Case) -> tuple[list[Row], list[tuple[str, int]]]:
     """The lost committed ranges of the partitions compared in spans (``Case.span_partitions``),
-    and those of them where a span does not stand for its offsets (left to the records)."""
-    from .case import PARTITION_SCHEMA
-
-    groups = span_loss_groups(span_lost(case.spans, case.survivors_df, case.replica_logs)).cache()
-    try:
-        inexact = sorted({(r["topic"], r["partition"]) for r in groups.where(F.col("_inexact")).select("topic", "partition").collect()})
-        exact = groups.join(local_frame(case.spark, inexact, PARTITION_SCHEMA), ["topic", "partition"], "left_anti") if inexact else groups
-        return span_loss_ranges(exact.drop("_inexact")).collect(), inexact
-    finally:
-        groups.unpersist()
+    and those of them where a span does not stand for its offsets (left to the records): one
+    query, each range saying whether a span of it is ``_inexact``."""
+    rows = span_loss_ranges(span_loss_groups(span_lost(case.spans, case.survivors_df, case.replica_logs))).collect()
+    inexact = sorted({(r["topic"], r["partition"]) for r in rows if r["_inexact"]})
+    return [Row(**{k: v for k, v in r.asDict().items() if k not in ("_inexact", "_lost")}) for r in rows
+            if r["_lost"] and (r["topic"], r["partition"]) not in set(inexact)], inexact
 
 
 def _committed_ranges(case: Case) -> list[Row]:

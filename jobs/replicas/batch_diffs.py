@@ -46,8 +46,9 @@ def aligned_offsets(records: DataFrame, some: DataFrame) -> DataFrame:
     differ: how many records each side holds there (``na``, ``nb``) and, per side, one record's
     ``ALIGNED`` facts (``h_a``, ``base_offset_a``, …), with the ``status`` the record comparison
     gives a single record a side (``irregular`` where a side holds two: left to it). One shuffle
-    of narrow rows; the sides are the same as ``scoped_record_diffs``' (each record goes to every
-    live replica lacking its batch)."""
+    of narrow rows, by partition: every later step (per pair and offset, per pair of batches, per
+    partition, the spans' runs) groups within it without another; the sides are the same as
+    ``scoped_record_diffs``' (each record goes to every live replica lacking its batch)."""
     recs = records.select(
         "topic", "partition", "broker", "path", F.col("batch_position").alias("position"), "offset", "timestamp_ms",
         (F.greatest(F.col("key_size"), F.lit(0)) + F.greatest(F.col("value_size"), F.lit(0))).alias("size"), content_hash().alias("h"),
@@ -57,7 +58,7 @@ def aligned_offsets(records: DataFrame, some: DataFrame) -> DataFrame:
     lacking = F.expr("filter(brokers, (y, i) -> y != broker AND shiftright(_holders, i) & 1 = 0)")
     x = j.withColumn("_other", F.explode(lacking)).select(
         "topic", "partition", F.least("broker", "_other").alias("broker_a"), F.greatest("broker", "_other").alias("broker_b"),
-        (F.col("broker") < F.col("_other")).alias("_is_a"), "offset", *ALIGNED)
+        (F.col("broker") < F.col("_other")).alias("_is_a"), "offset", *ALIGNED).repartition("topic", "partition")
     is_a = F.col("_is_a")
     per = x.groupBy(*PAIR, "offset").agg(
         F.sum(is_a.cast("int")).alias("na"), F.sum((~is_a).cast("int")).alias("nb"),
