@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from pyspark.sql import DataFrame, Row
+from pyspark.sql import Column, DataFrame, Row
 from pyspark.sql import functions as F
 
 from jobs.replicas.batch_diffs import overlapping
@@ -51,12 +51,27 @@ def committed_loss(lost: DataFrame, replica_logs: DataFrame) -> DataFrame:
     return lost_on_every_candidate(lost.join(hw, ["topic", "partition", "holder"]).where(F.col("offset") < F.col("holder_hw")))
 
 
-def span_lost(spans: DataFrame, survivors_df: DataFrame, replica_logs: DataFrame) -> DataFrame:
+def literal_hws(hws: dict[tuple[str, int, int], list]) -> Column:
+    """Per row's (topic, partition, holder), the HW checkpoints of its replica_logs rows (``hws``)
+    as a literal array: exploded, what a join with replica_logs gives those rows (none: the row
+    goes), without a job that reads and broadcasts the table."""
+    out = None
+    for (t, p, b), values in sorted(hws.items()):
+        at = (F.col("topic") == t) & (F.col("partition") == p) & (F.col("holder") == b)
+        values = F.array(*[F.lit(v).cast("long") for v in values])
+        out = F.when(at, values) if out is None else out.when(at, values)
+    empty = F.array().cast("array<long>")
+    return empty if out is None else out.otherwise(empty)
+
+
+def span_lost(spans: DataFrame, survivors_df: DataFrame, replica_logs: DataFrame,
+              hws: dict[tuple[str, int, int], list] | None = None) -> DataFrame:
     """``hw_lost_offsets`` and ``committed_loss`` of spans (``jobs.replicas.batch_diffs.spans``):
     one row per span, surviving-log candidate and holder, kept where all its offsets are lost (at
     or above the candidate's log start, below the holder's HW), or ``_cut`` where only some are
     (a bound falls inside the span: its records are needed). ``_pair``: the span's two batches'
-    CRCs and its ``max_size``."""
+    CRCs and its ``max_size``. ``hws``: the holders' HW checkpoints per (topic, partition, broker),
+    as ``replica_logs`` holds them (``literal_hws``), instead of a join with it."""
     d = spans.join(survivors_df, ["topic", "partition"])
     parts = []
     for holder, survivor in (("a", "b"), ("b", "a")):
@@ -66,8 +81,12 @@ def span_lost(spans: DataFrame, survivors_df: DataFrame, replica_logs: DataFrame
         parts.append(sel.select("topic", "partition", "first_offset", "last_offset", "survivor", "s_candidates", "s_log_start", "status",
                                 F.col(f"broker_{holder}").alias("holder"), F.col(holder).alias("rec"), F.struct(
                                     F.least("a.crc", "b.crc").alias("lo"), F.greatest("a.crc", "b.crc").alias("hi"), "max_size").alias("_pair")))
-    hw = replica_logs.select("topic", "partition", F.col("broker").alias("holder"), F.col("hw_checkpoint").alias("holder_hw"))
-    lost = parts[0].unionByName(parts[1]).join(hw, ["topic", "partition", "holder"])
+    lost = parts[0].unionByName(parts[1])
+    if hws is not None:
+        lost = lost.withColumn("holder_hw", F.explode(literal_hws(hws)))
+    else:
+        hw = replica_logs.select("topic", "partition", F.col("broker").alias("holder"), F.col("hw_checkpoint").alias("holder_hw"))
+        lost = lost.join(hw, ["topic", "partition", "holder"])
     lo, hi, start, top = F.col("first_offset"), F.col("last_offset"), F.col("s_log_start"), F.col("holder_hw")
     cut = F.coalesce(((lo < start) & (hi >= start)) | ((lo < top) & (hi >= top)), F.lit(False))
     return lost.withColumn("_cut", cut).where((lo >= start) & (hi < top) | F.col("_cut"))
@@ -163,7 +182,15 @@ def _span_ranges(case: Case) -> tuple[list[Row], list[tuple[str, int]]]:
     """The lost committed ranges of the partitions compared in spans (``Case.span_partitions``),
     and those of them where a span does not stand for its offsets (left to the records): one
     query, each range saying whether a span of it is ``_inexact``."""
-    rows = span_loss_ranges(span_loss_groups(span_lost(case.spans, case.survivors_df, case.replica_logs))).collect()
+    from .case import MAX_RECORD_WINDOWS
+
+    parts = set(case.span_partitions)
+    hws: dict[tuple[str, int, int], list] = {}
+    for r in case.replicas:
+        if (r["topic"], r["partition"]) in parts:
+            hws.setdefault((r["topic"], r["partition"], r["broker"]), []).append(r["hw_checkpoint"])
+    lost = span_lost(case.spans, case.survivors_df, case.replica_logs, hws if len(parts) <= MAX_RECORD_WINDOWS else None)
+    rows = span_loss_ranges(span_loss_groups(lost)).collect()
     inexact = sorted({(r["topic"], r["partition"]) for r in rows if r["_inexact"]})
     return [Row(**{k: v for k, v in r.asDict().items() if k not in ("_inexact", "_lost")}) for r in rows
             if r["_lost"] and (r["topic"], r["partition"]) not in set(inexact)], inexact

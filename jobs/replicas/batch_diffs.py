@@ -103,15 +103,21 @@ def spans(pairs: DataFrame, some: DataFrame) -> DataFrame:
     batch is the one of its broker at those bounds that the other side lacks."""
     batch = F.struct(*[F.col(c).alias("epoch" if c == "partition_leader_epoch" else c) for c in SIDE_BATCH])
     held = some.select("topic", "partition", "broker", "base_offset", "last_offset", "brokers", "_holders", batch.alias("_batch"))
-    out = pairs.where(F.col("whole")).drop("whole")
-    for s, other in (("a", "b"), ("b", "a")):
-        side = held.select("topic", "partition", F.col("broker").alias(f"broker_{s}"), F.col("base_offset").alias(f"base_offset_{s}"),
-                           F.col("last_offset").alias(f"last_offset_{s}"), "brokers", "_holders", F.col("_batch").alias(f"_batch_{s}"))
-        keys = ["topic", "partition", f"broker_{s}", f"base_offset_{s}", f"last_offset_{s}"]
-        out = out.join(side, keys, "left").where(
-            F.col(f"_batch_{s}").isNull()
-            | (F.expr(f"shiftright(_holders, cast(array_position(brokers, broker_{other}) - 1 as int)) & 1") == 0)
-        ).drop("brokers", "_holders")
+    w = pairs.where(F.col("whole")).drop("whole")
+    keys = [c for c in w.columns if c not in ("base_offset_a", "last_offset_a", "base_offset_b", "last_offset_b")]
+    # each span's sides as rows, joined with their batches at once (one broadcast: a left join only
+    # builds its right side), then put back together within the partitioning the pairs came in
+    # (no shuffle)
+    side = F.explode(F.array(*[F.when(F.col(f"base_offset_{s}").isNotNull(), F.struct(
+        F.lit(s).alias("_side"), F.col(f"broker_{s}").alias("broker"), F.col(f"broker_{o}").alias("_other")))
+        for s, o in (("a", "b"), ("b", "a"))]))
+    sides = w.select(*keys, side.alias("_s")).where(F.col("_s").isNotNull()).select(*keys, "_s.*")
+    j = sides.join(held, [sides["topic"] == held["topic"], sides["partition"] == held["partition"], sides["broker"] == held["broker"],
+                          sides["first_offset"] == held["base_offset"], sides["last_offset"] == held["last_offset"]], "left")
+    # (the batch the other side lacks: as a value, not a filter, which would make the join an inner one Spark may build either side of)
+    lacked = F.expr("shiftright(_holders, cast(array_position(brokers, _other) - 1 as int)) & 1") == 0
+    out = j.select(*[sides[c] for c in keys], "_side", F.when(lacked, F.col("_batch")).alias("_batch")).groupBy(*keys).agg(
+        *[F.first(F.when(F.col("_side") == s, F.col("_batch")), ignorenulls=True).alias(f"_batch_{s}") for s in "ab"])
     cols = []
     for s in "ab":
         b = F.col(f"_batch_{s}")
