@@ -18,7 +18,7 @@ import typer
 from typer import _click
 
 from jobs.errors import InputError, error_text
-from jobs.terminal import LogFormatter, escape
+from jobs.terminal import LastResort, LogFormatter, escape
 
 from .choices import FAIL_ON, REPORT_FORMATS, SALVAGE_FORMATS, SQL_FORMATS
 from .cli_words import NativeCommand, NativeGroup
@@ -528,10 +528,13 @@ def main() -> None:
     global OWN_PROCESS
     OWN_PROCESS = True
 
-    # warnings logged with no handler of ours (--quiet, dump, report, salvage; py4j's) reach
-    # stderr through logging's last resort: escaped like ours
-    if logging.lastResort is not None:
-        logging.lastResort.setFormatter(LogFormatter())
+    # warnings logged with no handler of ours (--quiet, dump, report, salvage) reach stderr as
+    # through logging's last resort, escaped like ours; py4j's report of a call the dead JVM broke
+    # does not (the command says why the JVM ended)
+    from jobs.session.signals import not_a_broken_py4j_call
+
+    logging.getLogger().addFilter(not_a_broken_py4j_call)
+    logging.getLogger().addHandler(LastResort())
     if sys.argv[1:2] == ["dump"]:  # a process of its own: nothing after it needs pandas
         from parsers.common import keep_freed_memory
 

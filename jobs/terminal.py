@@ -68,3 +68,34 @@ class LogFormatter(logging.Formatter):
             shown = {k: _shown(v) for k, v in args.items()} if isinstance(args, Mapping) else tuple(map(_shown, args))
             record = logging.makeLogRecord({**record.__dict__, "args": shown})
         return escape(super().format(record), keep="\n")
+
+
+class LastResort(logging.StreamHandler):
+    """The root logger's handler in the CLI's own process: what logging's last resort does (stderr,
+    WARNING and up, only for a record that no handler on its logger's way to the root took) with
+    our escaping. Why not ``logging.lastResort`` itself: a root logger without a handler is one
+    that the first module-level ``logging.error()`` (py4j's, when the JVM dies) gives a
+    ``basicConfig`` handler, which then prints each later warning of ours a second time, unescaped."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.setLevel(logging.WARNING)
+        self.setFormatter(LogFormatter())
+
+    @property
+    def stream(self):  # the stderr of the moment, as logging's last resort writes to
+        import sys
+
+        return sys.stderr
+
+    @stream.setter
+    def stream(self, _value) -> None:
+        pass
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        logger = logging.getLogger(record.name)
+        while logger.parent is not None and logger.propagate:
+            if logger.handlers:
+                return False
+            logger = logger.parent
+        return logger.parent is None and bool(super().filter(record))

@@ -9,6 +9,7 @@ import random
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
 from pyspark.sql import functions as F
@@ -16,7 +17,7 @@ from pyspark.sql.pandas.types import from_arrow_schema
 from pyspark.testing import assertDataFrameEqual
 
 from jobs.ingest.batch_runs import digest_parts, runs_of
-from jobs.replicas import compare, offset_ranges, replica_logs
+from jobs.replicas import compare, epoch_lineage, offset_ranges, replica_logs
 from jobs.store.io import local_frame
 from jobs.store.tables import schema_of
 from parsers.segment import BATCH_SCHEMA
@@ -120,6 +121,20 @@ def _frames(spark, files: dict[tuple[int, str], list[dict]]):
                                   from_arrow_schema(rs)))
 
 
+def _arrow_runs(files: dict[tuple[int, str], list[dict]]) -> pa.Table:
+    """The batch_runs table of ``_frames``, as the driver reads it (Arrow)."""
+    common = {"log_dir": "d", "topic": "t", "partition": 0, "dir_state": "live", "segment_base_offset": 0, "file_kind": "segment"}
+    rows = [{**common, "broker": broker, "path": path, **r} for (broker, path), rs in files.items() for r in runs_of(arrow_batches(rs)).to_pylist()]
+    rs = schema_of("batch_runs")
+    return pa.Table.from_pylist([{f.name: r.get(f.name) for f in rs} for r in rows], schema=rs)
+
+
+def _local_replica_logs(runs: pa.Table) -> pa.Table:
+    """replica_logs (``replica_logs.local_build``) of runs alone: every other input table empty."""
+    empty = {n: schema_of(n).empty_table().select(cols) for n, cols in replica_logs.LOCAL_INPUTS.items() if n != "batch_runs"}
+    return replica_logs.local_build({"batch_runs": runs, **empty}, [])
+
+
 def batch_ranges(batches):
     """offset_ranges' data ranges joined batch by batch (what ``offset_ranges.build`` did before
     ``batch_runs``): the reference."""
@@ -152,22 +167,44 @@ def test_offset_ranges_from_runs_equal_those_joined_batch_by_batch(spark, overla
         files[(broker, f"b{broker}/0.log")] = first
         files[(broker, f"b{broker}/1.log")] = second
     batches, runs = _frames(spark, files)
+    arrow_runs = _arrow_runs(files)
     rl = spark.createDataFrame([("t", 0, b, False, 0) for b in (1, 2, 3)],
                                "topic string, partition int, broker int, compacted boolean, log_start_offset long")
-    over = offset_ranges.overlapping_replicas(replica_logs.live_segment_batches(runs)).collect()
+    starts = epoch_lineage.local_epoch_starts({"batch_runs": arrow_runs, "leader_epochs": schema_of("leader_epochs").empty_table()})
+    over = epoch_lineage.overlapping(starts)
     assert [(r["broker"]) for r in over] == ([2] if overlap else [])
-    got = offset_ranges.build({"batches": batches, "batch_runs": runs}, rl).where("kind = 'data'").select(
-        *replica_logs.REPLICA_KEY, "first_offset", "last_offset", "leader_epoch", "records", "bytes", "path", "position")
-    assertDataFrameEqual(got, batch_ranges(batches).select(*got.columns))
+    columns = [*replica_logs.REPLICA_KEY, "first_offset", "last_offset", "leader_epoch", "records", "bytes", "path", "position"]
+    want = batch_ranges(batches)
+    if overlap:  # (in Spark: that replica's batches are joined)
+        got = offset_ranges.build({"batches": batches, "batch_runs": runs}, rl, over).where("kind = 'data'").select(*columns)
+    else:  # (on the driver, from the runs)
+        rows = offset_ranges.local_build(arrow_runs, rl.toArrow()).filter(pc.equal(pc.field("kind"), "data")).select(columns)
+        got = local_frame(spark, [tuple(r.values()) for r in rows.to_pylist()], want.select(*columns).schema)
+    assertDataFrameEqual(got, want.select(*got.columns))
+
+
+def test_offset_ranges_on_the_driver_give_holes_and_their_reasons_as_spark_did(spark):
+    """Holes between ranges (and their reasons, from the replica's log start and compaction),
+    from ``offset_ranges.local_build``, equal those of the Spark query (``build``) it replaces
+    where no runs overlap."""
+    rng = random.Random(11)
+    files = {(b, f"b{b}/{k}.log"): random_batches(rng, 40) for b in (1, 2, 3) for k in range(2)}
+    _, runs = _frames(spark, files)
+    arrow_runs = _arrow_runs(files)
+    rows = [("t", 0, 1, False, 0), ("t", 0, 2, True, 0), ("t", 0, 3, False, 10**9)]
+    rl = spark.createDataFrame(rows, "topic string, partition int, broker int, compacted boolean, log_start_offset long")
+    want = offset_ranges.build({"batches": None, "batch_runs": runs}, rl, [])
+    local = offset_ranges.local_build(arrow_runs, rl.toArrow())
+    got = local_frame(spark, [tuple(r.values()) for r in local.to_pylist()], offset_ranges.SCHEMA)
+    assert {r["reason"] for r in want.collect() if r["kind"] == "hole"} == {"unexplained", "compaction", "log_start"}
+    assertDataFrameEqual(got, want.select(*got.columns))
 
 
 def test_replica_logs_from_runs_equal_the_batch_aggregates(spark):
     rng = random.Random(3)
     files = {(b, f"b{b}/{k}.log"): random_batches(rng, 50) for b in (1, 2) for k in range(2)}
-    batches, runs = _frames(spark, files)
-    empty = {n: spark.createDataFrame([], from_arrow_schema(schema_of(n))) for n in
-             ("files", "checkpoints", "leader_epochs", "partition_metadata", "problems", "clean_shutdown")}
-    rl = replica_logs.build({"batches": batches, "batch_runs": runs, **empty}).collect()
+    batches, _ = _frames(spark, files)
+    rl = replica_logs.rows_of(_local_replica_logs(_arrow_runs(files)))
     b = replica_logs.live_segment_batches(batches)
     want = {r["broker"]: r for r in b.groupBy("broker").agg(
         F.min("base_offset").alias("first_offset"), (F.max("last_offset") + 1).alias("leo"),
@@ -188,10 +225,7 @@ def test_replicas_with_the_same_batches_have_one_digest_and_need_no_comparison(s
     rng = random.Random(5)
     rows = random_batches(rng, 80)
     files = {(1, "b1/0.log"): rows[:40], (1, "b1/1.log"): rows[40:], (2, "b2/0.log"): rows, (3, "b3/0.log"): rows[:-1]}
-    batches, runs = _frames(spark, files)
-    empty = {n: spark.createDataFrame([], from_arrow_schema(schema_of(n))) for n in
-             ("files", "checkpoints", "leader_epochs", "partition_metadata", "problems", "clean_shutdown")}
-    rl = replica_logs.build({"batches": batches, "batch_runs": runs, **empty}).collect()
+    rl = replica_logs.rows_of(_local_replica_logs(_arrow_runs(files)))
     digests = {r["broker"]: r["batch_digest"] for r in rl}
     assert digests[1] == digests[2] != digests[3]  # the same batches cut into other segments and pieces
     assert compare.differing_partitions(rl) == [("t", 0)]

@@ -104,3 +104,56 @@ def test_an_error_that_cannot_say_what_it_is_is_still_one_line(monkeypatch, tmp_
     monkeypatch.setattr(jobs.ingest.run, "discover_inputs", _dead)
     res = CliRunner().invoke(app, ["analyze", str(REAL / "crash-only"), "--out", str(tmp_path / "o"), "-q"])
     assert (res.exit_code, res.stderr, res.stdout) == (3, "internal error: _Unsayable (-v shows the traceback; please report it)\n", "")
+
+
+def test_py4j_calls_a_dead_jvm_breaks_print_no_traceback():
+    """A JVM that dies in a task (out of heap: Spark's exit 52) breaks the call of every thread still
+    talking to it, and py4j logs each with its traceback on the root logger, which the CLI's process
+    leaves to logging's last resort (stderr). The command says the one line itself, so the CLI's
+    last resort drops py4j's report (a CI run printed a page of it above the out-of-memory line). Real
+    py4j, in a process set up as the CLI's: its gateway client calls a port whose every connection
+    is closed unanswered, as a dead JVM's is; a warning of ours still reaches stderr, once (the
+    handler ``logging.error`` gives a root without one printed each a second time)."""
+    import socket
+    import subprocess
+    import sys
+    import threading
+
+    from conftest import REPO
+
+    server = socket.create_server(("127.0.0.1", 0))
+    port = server.getsockname()[1]
+
+    def close_each():
+        while True:
+            try:
+                conn, _ = server.accept()
+            except OSError:
+                return
+            conn.close()
+
+    threading.Thread(target=close_each, daemon=True).start()
+    script = f"""
+import logging, sys
+from analyzer import cli
+sys.argv = ["kafka-forensics", "--help"]
+try:
+    cli.main()
+except SystemExit:
+    pass
+from py4j.java_gateway import GatewayClient, GatewayParameters
+client = GatewayClient(gateway_parameters=GatewayParameters(port={port}))
+from py4j.protocol import ERROR
+print("dead end" if client.send_command("c\\nt\\ngetVersion\\ne\\n") == ERROR else "answered")
+logging.getLogger("jobs.x").warning("ours still said")
+cli._log_to_stderr()
+logging.getLogger("jobs.y").warning("said once")
+"""
+    try:
+        run = subprocess.run([sys.executable, "-c", script], cwd=REPO, capture_output=True, text=True, timeout=60,
+                             env={**os.environ, "PYTHONPATH": str(REPO)})
+    finally:
+        server.close()
+    assert run.stdout.split()[-2:] == ["dead", "end"], run.stdout[-500:] + run.stderr  # py4j's error path was taken
+    assert "Traceback" not in run.stderr and "Exception while sending command" not in run.stderr, run.stderr
+    assert run.stderr.count("ours still said") == 1 and run.stderr.count("said once") == 1, run.stderr

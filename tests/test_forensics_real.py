@@ -17,7 +17,7 @@ from conftest import FOUND, REAL
 
 from analyzer.analyze import build
 from jobs.replicas.epoch_lineage import leadership_events, logged_leaders, topic_names
-from jobs.store.io import read_table
+from jobs.store.io import declared_schema, read_table, table_path
 
 SCENARIOS = ["clean-failover", "crash-only", "unclean-election-divergence-rejoined"]
 FOUND_SETS = sorted(p.name for p in FOUND.iterdir() if p.is_dir()) if FOUND.is_dir() else []
@@ -276,9 +276,12 @@ def test_rejoined_leaders_from_the_broker_logs_alone(analyzed, spark):
 # planning, code generation, scheduling, ~0.1 s whatever its rows). 47 before the lineage, its
 # logged leaders and the timeline's epoch rows were decided on the driver from collected rows;
 # 38 before the small frames came back in one query and the small tables were written by pyarrow
-# (issue 35 item 3: the tables' two stages took 23, now 9; the timeline takes 10).
-JOB_TABLE_JOBS = 19
-TABLE_STAGES_JOBS = 9  # "jobs: replica logs, metadata log" and "jobs: epoch lineage, offset ranges"
+# (issue 35 item 3: the tables' two stages took 23, then 9; the timeline takes 10); 19 before
+# replica_logs, the epoch starts and offset_ranges were computed on the driver from batch_runs and
+# the other small tables (the two stages now take 3: the metadata log's events and the leadership
+# rows; the timeline 9).
+JOB_TABLE_JOBS = 12
+TABLE_STAGES_JOBS = 3  # "jobs: replica logs, metadata log" and "jobs: epoch lineage, offset ranges"
 # The replica comparison of crash-only (three partitions whose replicas differ): the runs that
 # scope it, the unshared batches with their transaction outcome, the record diffs and their
 # divergent ranges. 28 when the scope was joined as broadcasts, the replica pairs read from
@@ -323,6 +326,30 @@ def test_job_tables_of_a_small_collection_take_few_spark_jobs(analyzed, spark):
     assert {r["kind"] for r in table(out, "offset_ranges")} == {"data"}
 
 
+def test_job_tables_are_computed_on_the_driver_without_a_spark_job(analyzed, spark):
+    """The job tables but the metadata log's and the timeline (replica_logs, epoch_lineage,
+    offset_ranges) are computed on the driver from ingest's small tables (batch_runs: a few rows
+    per segment), so a collection with no metadata log and no broker log runs no Spark job for
+    them, whatever its depth (issue 35: on a deep healthy partition their ~8 Spark jobs over nine
+    runs were most of the jobs phase); the tables read back as Spark wrote them."""
+    from jobs.findings.case import Case
+    from jobs.replicas import offset_ranges, replica_logs
+
+    analyzed(FOUND, "k20-zk-william0423")
+    out = analyzed.outs["k20-zk-william0423"]
+    next_job = partial(spark_jobs_so_far, spark)
+    starts: dict[str, int] = {}
+    case = Case.open(spark, out, stage=lambda name: starts.setdefault(name, next_job()))
+    try:
+        assert starts["jobs: timeline"] - starts["jobs: replica logs, metadata log"] == 0
+        for name, schema in (("replica_logs", replica_logs.SCHEMA), ("offset_ranges", offset_ranges.SCHEMA)):
+            assert declared_schema(table_path(out, name), name) == schema  # (the Spark schema in the footer, where Spark writes it)
+        assert len(case.replicas) == len(table(out, "replica_logs")) > 0
+        assert {r["kind"] for r in table(out, "offset_ranges")} >= {"data"}
+    finally:
+        case.close()
+
+
 def test_a_collection_without_a_metadata_log_has_its_metadata_tables_empty_in_spark_schema(analyzed, spark):
     """No KRaft metadata log (a ZooKeeper cluster): metadata_events and broker_events are written
     empty without Spark, and read back in the schema the Spark queries give them (as Spark reads
@@ -343,8 +370,8 @@ def test_a_collection_without_a_metadata_log_has_its_metadata_tables_empty_in_sp
 # producers' batches for duplicate sequences and pending transactions, one over batch_runs per
 # segment and epoch, the history decided on the driver from two queries, no pass over an empty
 # input table, small tables and the findings read and written by pyarrow). Loss's 3 are its read
-# of the record-level comparison.
-DETECTOR_JOBS = 13
+# of the record-level comparison. 13 before the segments' epochs were grouped on the driver.
+DETECTOR_JOBS = 11
 
 
 def test_detectors_of_a_small_collection_take_few_spark_jobs(analyzed, spark):

@@ -1,14 +1,12 @@
-"""replica_logs in one aggregate: what each file kind says of a replica lands in its row (the
-checkpoint files one column each, null where a file names no entry for it), and only a log dir
-holding batches or segment files of a partition makes a replica of it."""
+"""replica_logs in one aggregate on the driver: what each file kind says of a replica lands in its
+row (the checkpoint files one column each, null where a file names no entry for it), and only a
+log dir holding batches or segment files of a partition makes a replica of it."""
 
-from pyspark.sql.pandas.types import from_arrow_schema
+import pyarrow as pa
 
-from jobs.replicas.replica_logs import build
-from jobs.store.io import local_frame, read_table
+from jobs.replicas.replica_logs import LOCAL_INPUTS, local_build, rows_of
 from jobs.store.tables import schema_of
 
-TABLES = ("batches", "files", "checkpoints", "leader_epochs", "partition_metadata", "problems", "clean_shutdown", "index_files")
 R1 = {"topic": "t", "partition": 0, "broker": 1, "log_dir": "b1/d", "dir_state": "live"}
 R2 = {"topic": "t", "partition": 0, "broker": 2, "log_dir": "b2/d", "dir_state": "live"}
 LOG = "00000000000000000000.log"
@@ -26,12 +24,13 @@ def runs(batches: list[dict]) -> list[dict]:
     return [{**own, **r} for r in runs_of(table).to_pylist()]
 
 
-def _frame(spark, name, rows):
-    schema = from_arrow_schema(schema_of(name))
-    return local_frame(spark, [tuple(r.get(f) for f in schema.fieldNames()) for r in rows], schema)
+def _arrow(name, rows):
+    """Input table ``name`` of ``rows``, with the columns ``local_build`` reads (Arrow, as the driver reads it)."""
+    schema = schema_of(name)
+    return pa.Table.from_pylist([{f.name: r.get(f.name) for f in schema} for r in rows], schema=schema).select(LOCAL_INPUTS[name])
 
 
-def test_each_file_kind_lands_in_its_replica_row(spark, tmp_path):
+def test_each_file_kind_lands_in_its_replica_row():
     rows = {
         "batches": [{**R1, "file_kind": "segment", "base_offset": 0, "last_offset": 4, "record_count": 5, "is_control": False,
                      "size": 100, "partition_leader_epoch": 1, "magic": 2},
@@ -49,8 +48,8 @@ def test_each_file_kind_lands_in_its_replica_row(spark, tmp_path):
         "clean_shutdown": [{"broker": 2, "log_dir": "b2/d"}],
     }
     rows["batch_runs"] = runs(rows["batches"])
-    t = {name: _frame(spark, name, rows[name]) if name in rows else read_table(spark, tmp_path, name) for name in (*TABLES, "batch_runs")}
-    got = {r["broker"]: r.asDict(recursive=True) for r in build(t).collect()}
+    t = {name: _arrow(name, rows.get(name, [])) for name in LOCAL_INPUTS}
+    got = {r["broker"]: r.asDict(recursive=True) for r in rows_of(local_build(t, rows["clean_shutdown"]))}
     assert set(got) == {1, 2}
     one, two = got[1], got[2]
     assert (one["segments"], one["first_offset"], one["leo"], one["records"], one["bytes"]) == (1, 0, 10, 10, 190)

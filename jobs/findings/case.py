@@ -4,7 +4,9 @@ computed once per run.
 ``Case.open`` builds the job tables (replica_logs, metadata_events, epoch_lineage, offset_ranges,
 broker_events, timeline) and writes each into the output DIR; the detectors read the first four
 back from their files (broker_events only feeds the timeline): each is computed once, by its
-write. Why not keep them cached instead: a cached DataFrame carries its whole plan into every
+write. replica_logs, epoch_lineage and offset_ranges are computed on the driver from the small
+input tables (``batch_runs``, summed at ingest: a few rows per segment; files, checkpoints), so
+their cost follows segments and replicas, not batches, and pays no Spark query. Why not keep them cached instead: a cached DataFrame carries its whole plan into every
 query that reads it, and Spark plans through it each time (its analysis, and the cache manager
 comparing every piece of the plan with every cached one: a third of a small collection's jobs
 phase, docs/design.md). Read back, a job table is one Parquet scan declared with the schema in its footer
@@ -25,6 +27,7 @@ from fnmatch import translate
 from pathlib import Path
 from typing import Any
 
+import pyarrow as pa
 from pyspark.sql import DataFrame, Row, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
@@ -35,12 +38,14 @@ from jobs.history.views import History
 from jobs.ingest.focus import INTERNAL_PREFIX, Focus
 from jobs.replicas import batch_diffs, compare, epoch_lineage, offset_ranges, replica_logs
 from jobs.replicas.epoch_lineage import LeaderEpoch
+from jobs.replicas.grouped import Groups
 from jobs.replicas.ledger import read_ledger
 from jobs.replicas.metadata_log import MetadataLogComparison, read_comparison
-from jobs.replicas.replica_logs import live_segment_batches
+from jobs.replicas.replica_logs import live_segment_batches, live_segment_runs
 from jobs.replicas.survivors import Survivor, survivors, survivors_frame
 from jobs.session.parallel import side_by_side
 from jobs.store.io import (
+    arrow_table,
     collected,
     collected_rows,
     collected_together,
@@ -170,13 +175,17 @@ class Case:
         a small collection's job is mostly Spark planning it on one JVM thread, and the other core
         sat half idle).
 
-        Why so few Spark jobs (each ~0.1 s whatever its rows): the small inputs the tables need
+        Why so few Spark jobs (each ~0.1-1 s whatever its rows): the small inputs the tables need
         (clean-shutdown markers, whether a ClearElrRecord exists, whether there is a metadata log at
-        all) are read from the files without Spark; the small frames the driver decides from (the
-        epoch starts with the replicas whose runs overlap, the leadership events, replica_logs, the
-        broker records) come back in one query (``collected_together``); the tables decided on the
-        driver (epoch_lineage, broker_events) are written by pyarrow (``write_local_table``); the
-        metadata log's tables are not computed when ingest found no metadata log."""
+        all) are read from the files without Spark; replica_logs, the epoch starts (with the
+        replicas whose runs overlap) and offset_ranges are computed on the driver from
+        ``batch_runs`` and the other per-file tables, read by pyarrow (``arrow_table``), where
+        on a deep healthy partition their Spark queries over nine runs were ~8 Spark jobs and
+        most of the jobs phase (issue 35); offset_ranges goes to Spark only where runs overlap
+        (it joins those replicas' batches); the leadership events and broker records come back in
+        one query (``collected_together``), none when nothing can name a leader; the tables
+        decided on the driver are written by pyarrow (``write_local_table``); the metadata log's
+        tables are not computed when ingest found no metadata log."""
         t = self.tables
         has_metadata_log = row_count(self.out, "metadata_records") > 0
         with side_by_side(1, "kf-job") as beside:
@@ -187,16 +196,29 @@ class Case:
                 events = focused_events(metadata.metadata_events(t["metadata_records"], clear_elr), self.focus)
                 meta = beside.submit(self._written, events, "metadata_events")
             markers = small_table(self.out, "clean_shutdown", ["broker", "log_dir"])
-            self.replica_logs = self._written(replica_logs.build(t, markers), "replica_logs")
+            small = {n: arrow_table(self.out, n, c) for n, c in replica_logs.LOCAL_INPUTS.items()}
+            small["batch_runs"] = arrow_table(self.out, "batch_runs", list(dict.fromkeys(
+                replica_logs.LOCAL_INPUTS["batch_runs"] + epoch_lineage.LOCAL_INPUTS["batch_runs"] + offset_ranges.LOCAL_INPUT)))
+            logs = replica_logs.local_build(small, markers)
+            write_local_table(self.out, "replica_logs", logs, replica_logs.SCHEMA)
+            self.replica_logs = read_table(self.spark, self.out, "replica_logs")
+            self.__dict__["replicas"] = replica_logs.rows_of(logs)
             self.metadata_events = meta.result() if has_metadata_log else self._written_empty(
                 focused_events(metadata.metadata_events(t["metadata_records"], False), self.focus), "metadata_events")
             stage("jobs: epoch lineage, offset ranges")
-            starts, meta_rows, log_rows, replicas, brokers = collected_together(
-                epoch_lineage.epoch_starts(t, overlaps=True), *epoch_lineage.leadership_events(self.metadata_events, t["log_events"]),
-                self.replica_logs, metadata.broker_records(t["metadata_records"]))
-            self.__dict__["replicas"], self.__dict__["leadership_events"] = replicas, (meta_rows, log_rows)
+            starts = epoch_lineage.local_epoch_starts(small)
+            if has_metadata_log or row_count(self.out, "log_events"):
+                meta_rows, log_rows, brokers = collected_together(
+                    *epoch_lineage.leadership_events(self.metadata_events, t["log_events"]), metadata.broker_records(t["metadata_records"]))
+            else:  # (nothing names a leader or a broker: no query)
+                meta_rows, log_rows, brokers = [], [], []
+            self.__dict__["leadership_events"] = (meta_rows, log_rows)
             overlapping = epoch_lineage.overlapping(starts)
-            ranges = beside.submit(lambda: self._written(offset_ranges.build(t, self.replica_logs, overlapping), "offset_ranges"))
+            if overlapping:  # (runs that interleave: their batches are joined, in Spark)
+                ranges = beside.submit(lambda: self._written(offset_ranges.build(t, self.replica_logs, overlapping), "offset_ranges"))
+            else:
+                write_local_table(self.out, "offset_ranges", offset_ranges.local_build(small["batch_runs"], logs), offset_ranges.SCHEMA)
+                ranges = beside.submit(read_table, self.spark, self.out, "offset_ranges")
             lineage = epoch_lineage.build(epoch_lineage.starts_only(starts), self.replicas, self.logged_leaders)
             write_local_table(self.out, "epoch_lineage", lineage, epoch_lineage.SCHEMA)
             self.epoch_lineage = read_table(self.spark, self.out, "epoch_lineage")
@@ -277,13 +299,17 @@ class Case:
     def segment_epochs(self) -> list[Row]:
         """Per live segment and leader epoch of its batches (``partition_leader_epoch``, null for
         v0/v1): ``first_offset`` (lowest), ``last_offset`` (highest), ``last_timestamp`` (newest),
-        from one aggregate over ``batch_runs``, collected (a few rows per segment). Segment
-        overlaps (gaps) and each epoch's first offset (the restart preview) read it, where each
-        was an aggregate of its own over the same runs."""
-        runs = live_segment_batches(self.tables["batch_runs"])
-        return runs.groupBy("topic", "partition", "broker", "path", "partition_leader_epoch").agg(
-            F.min("first_offset").alias("first_offset"), F.max("last_offset").alias("last_offset"),
-            F.max("last_timestamp").alias("last_timestamp")).collect()
+        from one group-by over ``batch_runs`` on the driver (a few rows per segment, read by
+        pyarrow: no Spark job), sorted as ``collected`` sorts. Segment overlaps (gaps) and each
+        epoch's first offset (the restart preview) read it, where each was an aggregate of its own
+        over the same runs."""
+        key = ["topic", "partition", "broker", "path", "partition_leader_epoch"]
+        runs = live_segment_runs(arrow_table(self.out, "batch_runs", [*key, "log_dir", "dir_state", "file_kind", "first_offset",
+                                                                     "last_offset", "last_timestamp"]))
+        g = Groups(runs, key)
+        rows = pa.table({**dict(zip(key, g.keys(runs, key), strict=True)), "first_offset": g.min(runs.column("first_offset")),
+                         "last_offset": g.max(runs.column("last_offset")), "last_timestamp": g.max(runs.column("last_timestamp"))})
+        return collected_rows([Row(**r) for r in rows.to_pylist()])
 
     @once_property
     def batches(self) -> DataFrame:

@@ -29,11 +29,17 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from pyspark.sql import DataFrame, Window
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+from pyspark.sql import DataFrame, Row
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from .replica_logs import REPLICA_KEY, live_segment_batches
+from jobs.store.io import collected_rows
+
+from .grouped import Groups, changes, codes, stack, values
+from .replica_logs import REPLICA_KEY, live_segment_runs
 
 EPOCH_KEY = ["topic", "partition", "leader_epoch"]
 # log_events lines that name the leader of an epoch (parsers/broker_log.py fills leader and leader_epoch)
@@ -146,60 +152,105 @@ def decide_leaders(lin: list[dict]) -> list[dict]:
     return lin
 
 
-def epoch_starts(t: dict[str, DataFrame], overlaps: bool = False) -> DataFrame:
-    """Per replica and leader epoch: where its batches and its leader-epoch-checkpoint start the epoch.
+# the input tables' columns ``local_epoch_starts`` reads
+LOCAL_INPUTS = {
+    "batch_runs": [*REPLICA_KEY, "log_dir", "dir_state", "file_kind", "partition_leader_epoch", "first_offset", "last_offset",
+                   "record_count", "first_timestamp", "last_timestamp", "path", "position"],
+    "leader_epochs": [*REPLICA_KEY, "dir_state", "epoch", "start_offset"],
+}
+STARTS = [*REPLICA_KEY, "leader_epoch", "_apart", "checkpoint_start_offset", "batch_start_offset", "batch_end_offset",
+          "batch_records", "first_timestamp", "last_timestamp", "runs_overlap"]
 
-    Why one aggregate: the batches' epochs (``batch_runs``) and the checkpoint's were two
-    aggregates and a full outer join, a Spark stage each, a fixed cost that dwarfed a small
-    collection's rows. Here both kinds' rows are stacked and grouped once; a row with a null in
-    its key stays with its own kind (``_apart``), as it stayed unmatched in the join.
 
-    ``overlaps``: each row also says whether two of its replica's runs share an offset
-    (``runs_overlap``, ``offset_ranges.overlapping_replicas``' running maximum), in the same
-    stage: the runs are hashed by replica for that window, which also groups them by epoch. The
-    runs without an epoch count there only, in rows of their own (``_apart`` "overlap_only",
-    ``starts_only`` drops them)."""
-    runs = live_segment_batches(t["batch_runs"])
-    epoch = F.col("partition_leader_epoch")
-    with_epoch = epoch.isNotNull() & (epoch >= 0)
-    if not overlaps:
-        runs = runs.where(with_epoch)
-    runs = runs.select(*REPLICA_KEY, epoch.alias("leader_epoch"), "first_offset", "last_offset", "record_count",
-                       "first_timestamp", "last_timestamp", F.when(with_epoch, F.lit("batches")).otherwise("overlap_only").alias("_kind"),
-                       *(["path", "position"] if overlaps else []))
-    le = t["leader_epochs"].where(F.col("dir_state") == "live").select(
-        *REPLICA_KEY, F.col("epoch").alias("leader_epoch"), F.col("start_offset").alias("_cp_start"), F.lit("checkpoint").alias("_kind"))
-    rows = runs.unionByName(le, allowMissingColumns=True)
-    whole = F.lit(True)
+def running_overlap(runs: pa.Table) -> np.ndarray:
+    """Per row of ``runs`` (``batch_runs`` columns), whether it starts at or below the highest last
+    offset of a run before it in its replica, in (first offset, path, position) order (a segment
+    overlap, an offset regression, a batch written twice): only in such a replica can batches of
+    two runs interleave in offset order, so only there must offset_ranges join its batches. One
+    running maximum per replica, in numpy."""
+    n = runs.num_rows
+    if n == 0:
+        return np.zeros(0, dtype=bool)
+    # (a run's offsets, path and position are never null: where nulls sort does not matter)
+    order = pc.sort_indices(runs, sort_keys=[(c, "ascending") for c in (*REPLICA_KEY, "first_offset", "path", "position")]).to_numpy()
+    ordered = runs.take(order)
+    opens = changes([codes(ordered.column(c)) for c in REPLICA_KEY], n)
+    last, ok = values(runs.column("last_offset").take(order))
+    first, first_ok = values(runs.column("first_offset").take(order))
+    # One cumulative maximum for every replica at once: each last offset becomes its rank (1..m-1,
+    # 0 for null), lifted by its group's number times m, so that a group's values all lie above
+    # the previous groups'. The maximum of the rows before a row is then its own group's only when
+    # it is at least the group's base + 1.
+    uniq, rank = np.unique(last[ok], return_inverse=True)
+    r = np.zeros(n, dtype=np.int64)
+    r[ok] = rank + 1
+    m = np.int64(len(uniq) + 1)
+    base = (np.cumsum(opens) - 1).astype(np.int64) * m
+    acc = np.maximum.accumulate(base + r)
+    prev = np.concatenate([[-1], acc[:-1]])
+    mine = prev >= base + 1
+    seen = uniq[np.where(mine, prev - base - 1, 0)] if len(uniq) else np.zeros(n, dtype=np.int64)
+    out = np.zeros(n, dtype=bool)
+    out[order] = first_ok & mine & (first <= seen)
+    return out
+
+
+def local_epoch_starts(t: dict[str, pa.Table]) -> list[Row]:
+    """Per replica and leader epoch: where its batches and its leader-epoch-checkpoint start the
+    epoch (Rows in ``STARTS`` order, sorted as ``collected`` sorts them), from the input tables'
+    ``LOCAL_INPUTS`` columns (Arrow tables), on the driver.
+
+    Both kinds' rows (the runs of ``batch_runs``, the checkpoint entries) are stacked and grouped
+    once; a row with a null in its key stays with its own kind (``_apart``), as it stayed
+    unmatched in the full outer join this once was. Each row also says whether two of its
+    replica's runs share an offset (``runs_overlap``: ``running_overlap``); the runs without an
+    epoch count there only, in rows of their own (``_apart`` "overlap_only", which
+    ``starts_only`` drops). Why on the driver: its rows are per run and checkpoint entry (a few
+    per segment), and as a Spark query it cost planning and scheduling whatever their number
+    (see ``replica_logs.local_build``)."""
+    runs = live_segment_runs(t["batch_runs"])
+    epoch = runs.column("partition_leader_epoch")
+    with_epoch = pc.fill_null(pc.greater_equal(epoch, 0), False)
+    runs = pa.table({**{c: runs.column(c) for c in REPLICA_KEY}, "leader_epoch": epoch,
+                     **{c: runs.column(c) for c in ("first_offset", "last_offset", "record_count", "first_timestamp", "last_timestamp")},
+                     "_kind": pc.if_else(with_epoch, "batches", "overlap_only"),
+                     "_overlap": pa.array(running_overlap(runs))})
+    le = t["leader_epochs"]
+    le = le.filter(pc.fill_null(pc.equal(le.column("dir_state"), "live"), False))
+    le = pa.table({**{c: le.column(c) for c in REPLICA_KEY}, "leader_epoch": le.column("epoch"), "_cp_start": le.column("start_offset"),
+                   "_kind": pa.array(["checkpoint"] * le.num_rows, pa.string()),
+                   "_overlap": pa.array(np.zeros(le.num_rows, dtype=bool))})
+    rows = stack([runs, le])
+    whole = None
     for c in (*REPLICA_KEY, "leader_epoch"):
-        whole = whole & F.col(c).isNotNull()
-    apart = F.when(~whole, F.col("_kind"))
-    extra = []
-    if overlaps:
-        w = Window.partitionBy(*REPLICA_KEY).orderBy("first_offset", "path", "position")
-        seen = F.max("last_offset").over(w.rowsBetween(Window.unboundedPreceding, -1))
-        rows = rows.withColumn("_overlap", F.coalesce(F.col("first_offset") <= seen, F.lit(False)))
-        apart = F.when(F.col("_kind") == "overlap_only", F.col("_kind")).otherwise(apart)
-        extra = [F.max("_overlap").alias("runs_overlap")]
-    return rows.groupBy(*REPLICA_KEY, "leader_epoch", apart.alias("_apart")).agg(
-        F.min("_cp_start").alias("checkpoint_start_offset"),
-        F.min("first_offset").alias("batch_start_offset"),
-        F.max("last_offset").alias("batch_end_offset"),
-        F.sum("record_count").cast("long").alias("batch_records"),
-        F.min("first_timestamp").alias("first_timestamp"),
-        F.max("last_timestamp").alias("last_timestamp"),
-        *extra,
-    ).drop(*([] if overlaps else ["_apart"]))
+        v = pc.is_valid(rows.column(c))
+        whole = v if whole is None else pc.and_(whole, v)
+    kind = rows.column("_kind")
+    apart = pc.if_else(pc.equal(kind, "overlap_only"), kind, pc.if_else(whole, pa.scalar(None, pa.string()), kind))
+    rows = rows.append_column("_apart", apart)
+    g = Groups(rows, [*REPLICA_KEY, "leader_epoch", "_apart"])
+    col = rows.column
+    out = pa.table({
+        **dict(zip([*REPLICA_KEY, "leader_epoch", "_apart"], g.keys(rows, [*REPLICA_KEY, "leader_epoch", "_apart"]), strict=True)),
+        "checkpoint_start_offset": g.min(col("_cp_start")),
+        "batch_start_offset": g.min(col("first_offset")),
+        "batch_end_offset": g.max(col("last_offset")),
+        "batch_records": g.sum(col("record_count")),
+        "first_timestamp": g.min(col("first_timestamp")),
+        "last_timestamp": g.max(col("last_timestamp")),
+        "runs_overlap": g.any(col("_overlap")),
+    })
+    return collected_rows([Row(**r) for r in out.select(STARTS).to_pylist()])
 
 
 def starts_only(rows: list) -> list:
-    """The rows of ``epoch_starts(t, overlaps=True)`` that are epoch starts (not a replica's runs
+    """The rows of ``local_epoch_starts`` that are epoch starts (not a replica's runs
     without an epoch, there only for ``runs_overlap``)."""
     return [r for r in rows if r["_apart"] != "overlap_only"]
 
 
 def overlapping(rows: list) -> list[dict]:
-    """The replicas (``REPLICA_KEY`` dicts) whose runs overlap, from ``epoch_starts(t, overlaps=True)`` rows."""
+    """The replicas (``REPLICA_KEY`` dicts) whose runs overlap, from ``local_epoch_starts`` rows."""
     return [dict(zip(REPLICA_KEY, k, strict=True)) for k in sorted({tuple(r[c] for c in REPLICA_KEY) for r in rows if r["runs_overlap"]},
                                                                   key=repr)]
 
@@ -216,7 +267,7 @@ COLUMNS = ["topic", "partition", "leader_epoch", "broker", "checkpoint_start_off
 
 def build(starts: list, replicas: list, logged: list = ()) -> list[tuple]:
     """The lineage table's rows (tuples in ``COLUMNS`` order), decided on the driver from collected
-    rows: ``starts`` (``epoch_starts``: one per replica and epoch), ``replicas`` (replica_logs: each
+    rows: ``starts`` (``local_epoch_starts``: one per replica and epoch), ``replicas`` (replica_logs: each
     replica's log start) and ``logged`` (``logged_leaders``: one per epoch, the leaders the metadata
     log and broker logs name, which win over the files).
 

@@ -10,6 +10,7 @@ from pathlib import Path
 
 SPARK_CONF = Path(__file__).with_name("spark_conf")  # our log4j2.properties: Spark's errors only
 
+CONTEXT_FAILED = "Error initializing SparkContext"  # what Spark logs (with the stack) when its context cannot start
 LOG_LEVEL_ENV = "KF_SPARK_LOG_LEVEL"  # set (``--verbose`` sets WARN): Spark logs as Spark itself would
 
 # What the JVM and Spark print on stderr while starting, before any log4j config or setLogLevel
@@ -49,8 +50,9 @@ def _forward_stderr(pipe) -> None:
         line = raw.decode("utf-8", "replace")
         # a JVM out of heap is ending (Spark exits on an OutOfMemoryError no caller caught): its
         # stack traces and the threads failing after it are not the user's to read; the CLI says
-        # it in one line, naming the heap (``jobs.session.memory``)
-        ending = ending or OUT_OF_HEAP in line
+        # it in one line, naming the heap (``jobs.session.memory``). Nor are those of a SparkContext
+        # that could not start: the CLI says Spark's reason (``start.refused_setting``) or its own
+        ending = ending or OUT_OF_HEAP in line or CONTEXT_FAILED in line
         if not ending and not startup_noise(line):
             with contextlib.suppress(OSError):
                 os.write(2, escape(line, keep="\n\t").encode("utf-8"))  # (Java's stack frames start with a tab)

@@ -24,6 +24,7 @@ _OUT_OF_MEMORY = (OUT_OF_HEAP, "Not enough memory to build and broadcast", "Task
 # query stage's thread), so py4j can no longer ask the JVM what happened
 SPARK_EXIT_OOM = 52
 JVM_EXIT_WAIT = 10.0  # seconds a JVM that stopped answering is given to end, to read its exit code
+JVM_ENDING_WAIT = 3.0  # and one that still answered (its text not saying why): a JVM alive then is not ending
 
 
 def out_of_memory(exc: BaseException, local: bool = True) -> bool:
@@ -34,7 +35,13 @@ def out_of_memory(exc: BaseException, local: bool = True) -> bool:
     said = error_text(exc)
     if said is None:
         return isinstance(exc, Exception) and jvm_exit_code() == SPARK_EXIT_OOM
-    return any(s in said for s in _OUT_OF_MEMORY if local or s != "TaskResultLost")
+    if any(s in said for s in _OUT_OF_MEMORY if local or s != "TaskResultLost"):
+        return True
+    # a task's OutOfMemoryError also ends the JVM (Spark's handler exits it with 52) while the job
+    # it aborted still answers the caller, with a text that may not name the error yet: a JVM error
+    # (or a call that met the JVM gone) whose JVM ends at once on Spark's out-of-memory code is one
+    from_jvm = type(exc).__module__.startswith(("py4j", "pyspark")) or isinstance(exc, ConnectionError)
+    return local and from_jvm and jvm_exit_code(JVM_ENDING_WAIT) == SPARK_EXIT_OOM
 
 
 def jvm_exit_code(wait: float = JVM_EXIT_WAIT) -> int | None:

@@ -40,6 +40,15 @@ class Interrupted(BaseException):
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
 
+def not_a_broken_py4j_call(record: logging.LogRecord) -> bool:
+    """A logging filter: False for py4j's own report of a call the JVM broke. py4j logs it on the root
+    logger (``logging.exception("Exception while sending command.")``, with the traceback) from
+    whichever thread's call meets the dead JVM, while the main thread says why the JVM ended (out of
+    heap, a stop signal, an internal error) in the command's one line: so a run whose JVM died in a
+    task printed that line after a page of py4j tracebacks, as often as the detector threads raced."""
+    return not (record.name == "root" and "py4j" in Path(record.pathname).parts)
+
+
 def descendants(root: int | None = None) -> list[int]:
     """Every process below ``root`` (this one by default): the JVM (or spark-submit still starting
     one) and, below the JVM, pyspark's daemon and its Python workers, which since ingest writes

@@ -14,10 +14,13 @@ put back once the session has started.
 from __future__ import annotations
 
 import os
+import re
 import signal
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
+
+from jobs.errors import InputError
 
 from . import class_sharing
 from .conf import DEBUGGING, catalog_confs, cores, sized_confs
@@ -102,7 +105,14 @@ def get_session(master: str = "local[*]", catalog_dir: Path | None = None, app: 
     on_sigint = signal.getsignal(signal.SIGINT)
     start_jvm_quietly(settings)
     builder = SparkSession.builder.config(map=settings)
-    spark = builder.getOrCreate()
+    try:
+        spark = builder.getOrCreate()
+    except Exception as exc:
+        refused = refused_setting(exc)
+        if refused is None:
+            raise
+        raise InputError(f"Spark could not start: {refused} (Spark's own settings: SPARK_CONF_DIR's spark-defaults.conf, "
+                         "or SPARK_HOME's conf/)") from None
     if pending is not None:
         class_sharing.finish_at_exit(pending, final)
     if callable(on_sigint) and on_sigint is not signal.default_int_handler and signal.getsignal(signal.SIGINT) is not on_sigint:
@@ -117,6 +127,20 @@ def get_session(master: str = "local[*]", catalog_dir: Path | None = None, app: 
         system.setProperty("derby.system.home", str(catalog_dir))
         system.setProperty("derby.stream.error.file", str(catalog_dir / "derby.log"))
     return spark
+
+
+# Spark's words for a setting it cannot use, in the first line of the error its SparkContext
+# raised: a user's spark-defaults.conf (a size where a count goes, an unknown enum value)
+_REFUSED = re.compile(r"^: \S*(?:IllegalArgumentException|SparkException): (.*(?:INVALID_CONF_VALUE|config|conf\b).*)$", re.M)
+
+
+def refused_setting(exc: BaseException) -> str | None:
+    """What Spark said of a setting it refused while its context started, or None for any other
+    error: that is the user's configuration to mend, not our internal error (exit 2, one line)."""
+    from jobs.errors import error_text
+
+    match = _REFUSED.search(error_text(exc) or "")
+    return match.group(1).strip() if match else None
 
 
 def quiet_when_the_jvm_ends(context) -> None:

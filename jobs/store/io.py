@@ -155,13 +155,21 @@ def small_table(out: Path, name: str, columns: list[str], filters=None) -> list[
     input table small enough for the driver (one row per log dir or a few records), or of a job
     table (as Spark wrote it), read with pyarrow: a Spark scan and collect of a few rows is a
     Spark job of its own."""
+    if row_count(out, name) == 0:
+        return []
+    return arrow_table(out, name, columns, filters).to_pylist()
+
+
+def arrow_table(out: Path, name: str, columns: list[str], filters=None) -> pa.Table:
+    """``small_table``'s rows as an Arrow table (of ``columns``; empty, with their types, when the
+    table is): what the job tables computed on the driver read (``jobs.replicas.grouped``)."""
     import pyarrow.parquet as pq
 
     path = table_path(out, name)
-    if row_count(out, name) == 0:
-        return []
     schema = schema_of(name) if name in ALL_TABLES else None
-    return pq.read_table(path, columns=columns, filters=filters, schema=schema).to_pylist()
+    if row_count(out, name) == 0 and schema is not None:
+        return pa.schema([schema.field(c) for c in columns]).empty_table()
+    return pq.read_table(path, columns=columns, filters=filters, schema=schema)
 
 
 def write_empty_job_table(out: Path, name: str, schema: StructType) -> Path:
@@ -169,8 +177,9 @@ def write_empty_job_table(out: Path, name: str, schema: StructType) -> Path:
     return write_local_table(out, name, [], schema)
 
 
-def write_local_table(out: Path, name: str, rows: list, schema: StructType) -> Path:
-    """Job table ``name`` of ``rows`` the driver computed (as ``local_frame`` takes them), written
+def write_local_table(out: Path, name: str, rows: list | pa.Table, schema: StructType) -> Path:
+    """Job table ``name`` of ``rows`` the driver computed (as ``local_frame`` takes them, or an
+    Arrow table with the schema's columns), written
     by pyarrow: one Parquet file, with Spark schema ``schema`` in its footer where Spark keeps it,
     so that ``declared_schema`` reads it back as if Spark had written it.
 
@@ -184,7 +193,9 @@ def write_local_table(out: Path, name: str, rows: list, schema: StructType) -> P
     path = table_path(out, name)
     shutil.rmtree(path, ignore_errors=True)
     path.mkdir(parents=True)
-    pq.write_table(pa.Table.from_pylist([dict(zip(names, row, strict=True)) for row in rows], schema=arrow), path / "part-00000.parquet")
+    table = rows.select(names).cast(arrow) if isinstance(rows, pa.Table) else \
+        pa.Table.from_pylist([dict(zip(names, row, strict=True)) for row in rows], schema=arrow)
+    pq.write_table(table, path / "part-00000.parquet")
     return path
 
 
