@@ -334,12 +334,15 @@ class Case:
     def scope(self) -> list[tuple]:
         """What the comparison reads (``compare.SCOPE_SCHEMA`` rows): per differing partition, the
         offset from which its replicas may differ (below it every live replica holds the same
-        batches, told by their runs: ``compare.agreed_prefixes``) and its live replicas. One job
-        collects the runs (a few rows a segment) of the differing partitions; their records from
+        batches, told by their runs: ``compare.agreed_prefixes``) and its live replicas. The driver
+        reads the runs (a few rows a segment) of the differing partitions; their records from
         that offset on are ``scope_records``."""
-        runs = collected(live_segment_batches(compare.in_partitions(self.tables["batch_runs"], self.differing)
-                                              if len(self.differing) <= MAX_RECORD_WINDOWS else self._differing_rows("batch_runs")).select(
-            "topic", "partition", "broker", "first_offset", "last_offset", "record_count", *compare.RUN_SUMS))
+        columns = ["topic", "partition", "broker", "first_offset", "last_offset", "record_count", *compare.RUN_SUMS]
+        differing = set(self.differing)
+        # (read by pyarrow on the driver, as segment_epochs reads them: a Spark job fewer)
+        runs = [r for r in live_segment_runs(arrow_table(self.out, "batch_runs", [*columns, "log_dir", "dir_state", "file_kind"],
+                                                         [("topic", "in", sorted({t for t, _ in differing}))])).select(columns).to_pylist()
+                if (r["topic"], r["partition"]) in differing]
         scope = compare.comparison_scope(compare.agreed_prefixes(runs, self.replicas), self.replicas)
         start = {(t, p): first for t, p, first, _ in scope}
         counts: dict[tuple[str, int], int] = {}
@@ -424,11 +427,6 @@ class Case:
         else:  # no marker anywhere in them: nothing is aborted, and their records are not scanned for one
             aborted, batches = None, batches.withColumn("aborted", F.lit(False))
         return compare.unshared_batches(batches, aborted).cache()
-
-    def _differing_rows(self, table: str) -> DataFrame:
-        """Input table ``table``'s rows of the ``differing`` partitions only."""
-        parts = local_frame(self.spark, self.differing, PARTITION_SCHEMA)
-        return compare.within(self.tables[table], parts, sorted({t for t, _ in self.differing}))
 
     @once_property
     def diffs(self) -> DataFrame:
