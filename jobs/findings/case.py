@@ -36,7 +36,7 @@ from pyspark.sql.pandas.types import from_arrow_schema
 from jobs.history import metadata, quorum, timeline, views
 from jobs.history.views import History
 from jobs.ingest.focus import INTERNAL_PREFIX, Focus
-from jobs.replicas import compare, epoch_lineage, offset_ranges, replica_logs
+from jobs.replicas import batch_diffs, compare, epoch_lineage, offset_ranges, replica_logs
 from jobs.replicas.epoch_lineage import LeaderEpoch
 from jobs.replicas.grouped import Groups
 from jobs.replicas.ledger import read_ledger
@@ -67,6 +67,10 @@ PARTITION_SCHEMA = T.StructType([T.StructField("topic", T.StringType()), T.Struc
 # Past this many differing partitions, their rows are not also filtered by literal offset bounds
 # (one predicate each; Spark plans and pushes down every one): the scope's join keeps them exact.
 MAX_RECORD_WINDOWS = 256
+# From this many records in a differing partition's scope (summed over its replicas, told by its
+# runs), it is compared in spans (``jobs.replicas.batch_diffs``): below, record by record is as
+# cheap, and its fewer Spark jobs are what a small collection's comparison costs.
+MIN_SPAN_RECORDS = 20_000
 # (topic, partition, broker) rows: the replicas collected, for the timeline's node-level facts
 REPLICAS = T.StructType([*PARTITION_SCHEMA.fields, T.StructField("broker", T.IntegerType())])
 JOB_TABLES = ["replica_logs", "epoch_lineage", "offset_ranges", "metadata_events", "broker_events", "timeline", "findings", "restart_preview"]
@@ -267,7 +271,8 @@ class Case:
 
     def close(self) -> None:
         """Unpersist what this case cached (a session that goes on keeps no memory of it)."""
-        for df in (self.__dict__.get(n) for n in ("diffs", "batches", "not_everywhere", "ledger_records")):
+        spans = (self.__dict__.get("span_comparison") or (None,))[0]
+        for df in (*(self.__dict__.get(n) for n in ("diffs", "batches", "not_everywhere", "ledger_records", "span_pairs")), spans):
             if df is not None:
                 df.unpersist()
 
@@ -329,19 +334,82 @@ class Case:
     def scope(self) -> list[tuple]:
         """What the comparison reads (``compare.SCOPE_SCHEMA`` rows): per differing partition, the
         offset from which its replicas may differ (below it every live replica holds the same
-        batches, told by their runs: ``compare.agreed_prefixes``) and its live replicas. One job
-        collects the runs (a few rows a segment) of the differing partitions."""
-        runs = live_segment_batches(compare.in_partitions(self.tables["batch_runs"], self.differing)
-                                    if len(self.differing) <= MAX_RECORD_WINDOWS else self._differing_rows("batch_runs")).select(
-            "topic", "partition", "broker", "first_offset", "last_offset", *compare.RUN_SUMS)
-        return compare.comparison_scope(compare.agreed_prefixes(collected(runs), self.replicas), self.replicas)
+        batches, told by their runs: ``compare.agreed_prefixes``) and its live replicas. The driver
+        reads the runs (a few rows a segment) of the differing partitions; their records from
+        that offset on are ``scope_records``."""
+        columns = ["topic", "partition", "broker", "first_offset", "last_offset", "record_count", *compare.RUN_SUMS]
+        differing = set(self.differing)
+        # (read by pyarrow on the driver, as segment_epochs reads them: a Spark job fewer)
+        runs = [r for r in live_segment_runs(arrow_table(self.out, "batch_runs", [*columns, "log_dir", "dir_state", "file_kind"],
+                                                         [("topic", "in", sorted({t for t, _ in differing}))])).select(columns).to_pylist()
+                if (r["topic"], r["partition"]) in differing]
+        scope = compare.comparison_scope(compare.agreed_prefixes(runs, self.replicas), self.replicas)
+        start = {(t, p): first for t, p, first, _ in scope}
+        counts: dict[tuple[str, int], int] = {}
+        for r in runs:
+            key = (r["topic"], r["partition"])
+            if key in start and r["first_offset"] >= start[key]:
+                counts[key] = counts.get(key, 0) + (r["record_count"] or 0)
+        self.__dict__["scope_records"] = counts
+        return scope
 
-    def _scoped(self, table: str, offset: str) -> DataFrame:
-        """Input table ``table``'s rows of the ``scope``: its partitions, from their ``from_offset``
+    @once_property
+    def scope_records(self) -> dict[tuple[str, int], int]:
+        """Per partition of the ``scope``, the records its live replicas hold from its ``from_offset`` on."""
+        _ = self.scope
+        return self.__dict__["scope_records"]
+
+    @once_property
+    def span_comparison(self) -> tuple[DataFrame | None, list[tuple[str, int]]]:
+        """The spans (``batch_diffs.spans``, cached) of the deep partitions of the scope (at least
+        ``MIN_SPAN_RECORDS`` records in it) whose every difference is a whole batch, and those
+        partitions. Not with a producer ledger (its lost offsets are told record by record, beside
+        the HW's). One job decides which partitions the spans say all of (``batch_diffs.leftover``)."""
+        deep = [r for r in self.scope if self.scope_records.get((r[0], r[1]), 0) >= MIN_SPAN_RECORDS]
+        if self.ledger is not None or not deep:
+            return None, []
+        parts = [(t, p) for t, p, _, _ in deep]
+        some = self._of(self.not_everywhere, parts)
+        records = compare.live_records(self._scoped("records", "offset", deep))
+        pairs = batch_diffs.batch_pairs(batch_diffs.aligned_offsets(records, some)).cache()
+        self.__dict__["span_pairs"] = pairs
+        left = {(r["topic"], r["partition"]) for r in batch_diffs.leftover(pairs).collect() if r["leftover"]}
+        exact = [k for k in parts if k not in left]
+        if not exact:
+            return None, []
+        return batch_diffs.spans(self._of(pairs, exact), some).cache(), exact
+
+    @property
+    def spans(self) -> DataFrame | None:
+        """``span_comparison``'s spans."""
+        return self.span_comparison[0]
+
+    @property
+    def span_partitions(self) -> list[tuple[str, int]]:
+        """The partitions ``spans`` say all the differences of (nothing of them is in ``diffs``)."""
+        return self.span_comparison[1]
+
+    @once_property
+    def record_partitions(self) -> list[tuple[str, int]]:
+        """The partitions of the scope compared record by record (``diffs``)."""
+        spans = set(self.span_partitions)
+        return [(t, p) for t, p, _, _ in self.scope if (t, p) not in spans]
+
+    def _of(self, df: DataFrame, parts: list[tuple[str, int]]) -> DataFrame:
+        """The rows of ``df`` in ``parts``, partitions of the scope (all of them: ``df`` itself)."""
+        if len(parts) == len(self.scope):
+            return df
+        if len(parts) <= MAX_RECORD_WINDOWS:
+            return compare.in_partitions(df, parts)
+        return compare.within(df, local_frame(self.spark, parts, PARTITION_SCHEMA), sorted({t for t, _ in parts}))
+
+    def _scoped(self, table: str, offset: str, scope: list[tuple] | None = None) -> DataFrame:
+        """Input table ``table``'s rows of the ``scope`` (or of ``scope``, some of its rows): its partitions, from their ``from_offset``
         (``offset``: the column compared with it), as literal predicates too for up to
         ``MAX_RECORD_WINDOWS`` partitions (Parquet skips the row groups below), with ``brokers``."""
-        frame = None if len(self.scope) <= MAX_RECORD_WINDOWS else local_frame(self.spark, self.scope, compare.SCOPE_SCHEMA)
-        return compare.in_scope(self.tables[table], frame, self.scope, offset)
+        scope = self.scope if scope is None else scope
+        frame = None if len(scope) <= MAX_RECORD_WINDOWS else local_frame(self.spark, scope, compare.SCOPE_SCHEMA)
+        return compare.in_scope(self.tables[table], frame, scope, offset)
 
     @once_property
     def not_everywhere(self) -> DataFrame:
@@ -360,25 +428,29 @@ class Case:
             aborted, batches = None, batches.withColumn("aborted", F.lit(False))
         return compare.unshared_batches(batches, aborted).cache()
 
-    def _differing_rows(self, table: str) -> DataFrame:
-        """Input table ``table``'s rows of the ``differing`` partitions only."""
-        parts = local_frame(self.spark, self.differing, PARTITION_SCHEMA)
-        return compare.within(self.tables[table], parts, sorted({t for t, _ in self.differing}))
-
     @once_property
     def diffs(self) -> DataFrame:
-        """Record-level differences between replica pairs (divergence and loss both read them):
-        only the records of the batches some replica lacks, above where the replicas agree."""
-        records = compare.live_records(self._scoped("records", "offset"))
-        return compare.scoped_record_diffs(records, self.not_everywhere).cache()
+        """Record-level differences between replica pairs (divergence and loss both read them) of
+        the ``record_partitions``: only the records of the batches some replica lacks, above where
+        the replicas agree."""
+        return self.record_diffs(self.record_partitions).cache()
+
+    def record_diffs(self, parts: list[tuple[str, int]]) -> DataFrame:
+        """``diffs`` of the partitions ``parts`` of the scope (not cached)."""
+        scope = [r for r in self.scope if (r[0], r[1]) in set(parts)]
+        records = compare.live_records(self._scoped("records", "offset", scope))
+        return compare.scoped_record_diffs(records, self._of(self.not_everywhere, parts))
 
     @once_property
     def ranges(self) -> list[Row]:
         """The replica pairs' divergent offset ranges (``compare.diff_ranges`` rows: per side its
-        broker, epochs, bytes, evidence), in (partition, offsets, pair) order."""
+        broker, epochs, bytes, evidence), in (partition, offsets, pair) order: of the records of
+        the ``record_partitions``, and of the ``spans`` of the others."""
         if self.replicas_agree:
             return []
-        rows = compare.diff_ranges(self.diffs.where(F.col("status") == "divergent")).collect()
+        rows = compare.diff_ranges(self.diffs.where(F.col("status") == "divergent")).collect() if self.record_partitions else []
+        if self.spans is not None:
+            rows += batch_diffs.span_ranges(self.spans.where(F.col("status") == "divergent")).collect()
         return sorted(rows, key=lambda r: (r["topic"], r["partition"], r["first_offset"], r["last_offset"], r["broker_a"], r["broker_b"]))
 
     @once_property

@@ -214,7 +214,7 @@ def unshared_batches(batches: DataFrame, aborted: DataFrame | None = None) -> Da
     key = BATCH_KEY
     cols = BATCH_COLS if aborted is None else [c for c in BATCH_COLS if c != "aborted"]
     b = batches.where(F.coalesce(F.col("crc_valid"), F.lit(True))).select(
-        "topic", "partition", "broker", "base_offset", "last_offset", "crc", "brokers", *cols
+        "topic", "partition", "broker", "base_offset", "last_offset", "crc", "record_count", "brokers", *cols
     )
     bit = F.expr("if(array_position(brokers, broker) > 0, shiftleft(1L, cast(array_position(brokers, broker) - 1 as int)), 0L)")
     # distinct holders by a window, as not_everywhere (a replica holding a batch twice is one holder)
