@@ -131,19 +131,29 @@ def span_loss_ranges(groups: DataFrame) -> DataFrame:
             "topic", "partition", "_lost", "_island").agg(
         F.min("first_offset").alias("first_offset"), F.max("last_offset").alias("last_offset"),
         F.sum(F.col("last_offset") - F.col("first_offset") + 1).alias("records"),
-        F.sum("size").cast("long").alias("bytes"),
-        F.array_distinct(F.flatten(F.collect_list("holders"))).alias("holders"),
-        F.collect_set("epoch").alias("epochs"),
-        F.collect_set(F.when(F.col("producer_id") >= 0, F.struct("producer_id", F.col("producer_epoch").cast("int").alias("producer_epoch")))).alias("pkeys"),
-        F.min(F.when(F.col("producer_id") >= 0, F.col("seq"))).alias("min_seq"),
-        F.max(F.when(F.col("producer_id") >= 0, F.col("seq"))).alias("max_seq"),
-        F.min("first_ts").alias("first_ts"), F.max("last_ts").alias("last_ts"),
-        F.min_by("path", "first_offset").alias("path"), F.min_by("position", "first_offset").alias("position"),
-        F.max("overwritten").alias("overwritten"), F.max("holder_hw").alias("holder_hw"),
+        *_range_columns("first_offset", "first_ts", "last_ts"),
         F.array(F.lit("hw")).alias("sources"),
         F.max("_inexact").alias("_inexact"),
     )
     return g
+
+
+def _range_columns(order: str, first_ts: str, last_ts: str) -> list[Column]:
+    """What a lost range says beyond its offsets, over its rows (offsets, or the spans of batches
+    whose offsets all differ): the same columns, in the same order, either way. ``order``: the
+    column whose lowest row names the range's file and position."""
+    producer = F.col("producer_id") >= 0
+    return [
+        F.sum("size").cast("long").alias("bytes"),
+        F.array_distinct(F.flatten(F.collect_list("holders"))).alias("holders"),
+        F.collect_set("epoch").alias("epochs"),
+        F.collect_set(F.when(producer, F.struct("producer_id", F.col("producer_epoch").cast("int").alias("producer_epoch")))).alias("pkeys"),
+        F.min(F.when(producer, F.col("seq"))).alias("min_seq"),
+        F.max(F.when(producer, F.col("seq"))).alias("max_seq"),
+        F.min(first_ts).alias("first_ts"), F.max(last_ts).alias("last_ts"),
+        F.min_by("path", order).alias("path"), F.min_by("position", order).alias("position"),
+        F.max("overwritten").alias("overwritten"), F.max("holder_hw").alias("holder_hw"),
+    ]
 
 
 def loss_ranges(lost: DataFrame) -> list[Row]:
@@ -164,15 +174,7 @@ def loss_ranges(lost: DataFrame) -> list[Row]:
     )
     g = islands(per_offset, ["topic", "partition"]).groupBy("topic", "partition", "_island").agg(
         F.min("offset").alias("first_offset"), F.max("offset").alias("last_offset"), F.count("*").alias("records"),
-        F.sum("size").cast("long").alias("bytes"),
-        F.array_distinct(F.flatten(F.collect_list("holders"))).alias("holders"),
-        F.collect_set("epoch").alias("epochs"),
-        F.collect_set(F.when(F.col("producer_id") >= 0, F.struct("producer_id", F.col("producer_epoch").cast("int").alias("producer_epoch")))).alias("pkeys"),
-        F.min(F.when(F.col("producer_id") >= 0, F.col("seq"))).alias("min_seq"),
-        F.max(F.when(F.col("producer_id") >= 0, F.col("seq"))).alias("max_seq"),
-        F.min("ts").alias("first_ts"), F.max("ts").alias("last_ts"),
-        F.min_by("path", "offset").alias("path"), F.min_by("position", "offset").alias("position"),
-        F.max("overwritten").alias("overwritten"), F.max("holder_hw").alias("holder_hw"),
+        *_range_columns("offset", "ts", "ts"),
         F.collect_set("source").alias("sources"),
     )
     return g.collect()
