@@ -71,7 +71,9 @@ def test_offset_ranges_split_by_epoch_and_explain_holes(spark):
          "record_count": 10, "partition_leader_epoch": 1, "dir_state": "deleted"},
     ])
     rl = spark.createDataFrame([("t", 0, 1, False, 0)], "topic string, partition int, broker int, compacted boolean, log_start_offset long")
-    got = offset_ranges.build({"batches": b, "batch_runs": batch_runs(spark, b)}, rl)
+    runs = batch_runs(spark, b)
+    on_driver = offset_ranges.local_build(runs.toArrow(), rl.toArrow())  # what a run computes where no runs overlap
+    got = offset_ranges.build({"batches": b, "batch_runs": runs}, rl, [])  # (the Spark path, no replica's runs overlapping)
     schema = ("topic string, partition int, broker int, first_offset long, last_offset long, leader_epoch int, kind string, "
               "reason string, at_segment_boundary boolean, records long, bytes long, path string, position long")
     want = spark.createDataFrame([
@@ -81,6 +83,7 @@ def test_offset_ranges_split_by_epoch_and_explain_holes(spark):
         ("t", 0, 1, 20, 24, None, "hole", "unexplained", True, 0, 0, "b.log", 0),
     ], schema)
     assertDataFrameEqual(got, want)
+    assertDataFrameEqual(spark.createDataFrame(on_driver.to_pandas(), schema), want)
 
 
 def test_ledger_rows_the_surviving_log_lacks_or_holds_otherwise(spark):
