@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import logging
 import numbers
+import sys
 from collections.abc import Mapping
 from typing import Any
 
@@ -84,8 +85,6 @@ class LastResort(logging.StreamHandler):
 
     @property
     def stream(self):  # the stderr of the moment, as logging's last resort writes to
-        import sys
-
         return sys.stderr
 
     @stream.setter

@@ -331,33 +331,33 @@ class Case:
         return not self.differing
 
     @once_property
+    def scope_runs(self) -> list[dict]:
+        """The runs (``batch_runs`` rows: a few a segment) of the live segments of the differing
+        partitions, read by pyarrow on the driver (as ``segment_epochs`` reads them: a Spark job fewer)."""
+        columns = ["topic", "partition", "broker", "first_offset", "last_offset", "record_count", *compare.RUN_SUMS]
+        differing = set(self.differing)
+        return [r for r in live_segment_runs(arrow_table(self.out, "batch_runs", [*columns, "log_dir", "dir_state", "file_kind"],
+                                                         [("topic", "in", sorted({t for t, _ in differing}))])).select(columns).to_pylist()
+                if (r["topic"], r["partition"]) in differing]
+
+    @once_property
     def scope(self) -> list[tuple]:
         """What the comparison reads (``compare.SCOPE_SCHEMA`` rows): per differing partition, the
         offset from which its replicas may differ (below it every live replica holds the same
-        batches, told by their runs: ``compare.agreed_prefixes``) and its live replicas. The driver
-        reads the runs (a few rows a segment) of the differing partitions; their records from
-        that offset on are ``scope_records``."""
-        columns = ["topic", "partition", "broker", "first_offset", "last_offset", "record_count", *compare.RUN_SUMS]
-        differing = set(self.differing)
-        # (read by pyarrow on the driver, as segment_epochs reads them: a Spark job fewer)
-        runs = [r for r in live_segment_runs(arrow_table(self.out, "batch_runs", [*columns, "log_dir", "dir_state", "file_kind"],
-                                                         [("topic", "in", sorted({t for t, _ in differing}))])).select(columns).to_pylist()
-                if (r["topic"], r["partition"]) in differing]
-        scope = compare.comparison_scope(compare.agreed_prefixes(runs, self.replicas), self.replicas)
-        start = {(t, p): first for t, p, first, _ in scope}
-        counts: dict[tuple[str, int], int] = {}
-        for r in runs:
-            key = (r["topic"], r["partition"])
-            if key in start and r["first_offset"] >= start[key]:
-                counts[key] = counts.get(key, 0) + (r["record_count"] or 0)
-        self.__dict__["scope_records"] = counts
-        return scope
+        batches, told by their ``scope_runs``: ``compare.agreed_prefixes``) and its live replicas;
+        their records from that offset on are ``scope_records``."""
+        return compare.comparison_scope(compare.agreed_prefixes(self.scope_runs, self.replicas), self.replicas)
 
     @once_property
     def scope_records(self) -> dict[tuple[str, int], int]:
         """Per partition of the ``scope``, the records its live replicas hold from its ``from_offset`` on."""
-        _ = self.scope
-        return self.__dict__["scope_records"]
+        start = {(t, p): first for t, p, first, _ in self.scope}
+        counts: dict[tuple[str, int], int] = {}
+        for r in self.scope_runs:
+            key = (r["topic"], r["partition"])
+            if key in start and r["first_offset"] >= start[key]:
+                counts[key] = counts.get(key, 0) + (r["record_count"] or 0)
+        return counts
 
     @once_property
     def span_comparison(self) -> tuple[DataFrame | None, list[tuple[str, int]]]:

@@ -20,7 +20,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from jobs.errors import InputError
+from jobs.errors import InputError, error_text
 
 from . import class_sharing
 from .conf import DEBUGGING, catalog_confs, cores, sized_confs
@@ -137,8 +137,6 @@ _REFUSED = re.compile(r"^: \S*(?:IllegalArgumentException|SparkException): (.*(?
 def refused_setting(exc: BaseException) -> str | None:
     """What Spark said of a setting it refused while its context started, or None for any other
     error: that is the user's configuration to mend, not our internal error (exit 2, one line)."""
-    from jobs.errors import error_text
-
     match = _REFUSED.search(error_text(exc) or "")
     return match.group(1).strip() if match else None
 
