@@ -143,11 +143,14 @@ def row_count(out: Path, name: str) -> int:
     empty (most collections hold no KRaft metadata log) are skipped on it."""
     import pyarrow.parquet as pq
 
-    path = table_path(out, name)
+    return sum(pq.ParquetFile(f).metadata.num_rows for f in data_files(table_path(out, name)))
+
+
+def data_files(path: Path) -> list[Path]:
+    """The Parquet files of a table folder (none when it is missing), not Spark's markers or hidden files."""
     if not path.is_dir():
-        return 0
-    return sum(pq.ParquetFile(f).metadata.num_rows for f in path.rglob("*.parquet")
-               if not any(part[0] in "_." for part in f.relative_to(path).parts))
+        return []
+    return [f for f in path.rglob("*.parquet") if not any(part[0] in "_." for part in f.relative_to(path).parts)]
 
 
 def small_table(out: Path, name: str, columns: list[str], filters=None) -> list[dict]:
@@ -155,9 +158,7 @@ def small_table(out: Path, name: str, columns: list[str], filters=None) -> list[
     input table small enough for the driver (one row per log dir or a few records), or of a job
     table (as Spark wrote it), read with pyarrow: a Spark scan and collect of a few rows is a
     Spark job of its own."""
-    if row_count(out, name) == 0:
-        return []
-    return arrow_table(out, name, columns, filters).to_pylist()
+    return arrow_table(out, name, columns, filters).to_pylist() if data_files(table_path(out, name)) else []
 
 
 def arrow_table(out: Path, name: str, columns: list[str], filters=None) -> pa.Table:
@@ -167,7 +168,7 @@ def arrow_table(out: Path, name: str, columns: list[str], filters=None) -> pa.Ta
 
     path = table_path(out, name)
     schema = schema_of(name) if name in ALL_TABLES else None
-    if row_count(out, name) == 0 and schema is not None:
+    if schema is not None and not data_files(path):  # (no file: the table was written empty, or not at all)
         return pa.schema([schema.field(c) for c in columns]).empty_table()
     return pq.read_table(path, columns=columns, filters=filters, schema=schema)
 
