@@ -53,12 +53,13 @@ def ingested(spark, tmp_path_factory):
 
 def compared(spark, out, min_records: int, monkeypatch):
     """The case of ``out`` as the detectors read it (job tables already written), its comparison
-    made in spans from ``min_records`` records in scope."""
+    made in Spark, in spans from ``min_records`` records in scope."""
     from jobs.findings import case as case_module
     from jobs.findings.committed import committed_ranges
     from jobs.store.io import read_table
 
     monkeypatch.setattr(case_module, "MIN_SPAN_RECORDS", min_records)
+    monkeypatch.setattr(case_module, "LOCAL_SCOPE_RECORDS", -1)  # (Spark's comparison: test_local_diffs holds the driver's to it)
     case = case_module.Case(spark, out, {n: case_module.input_table(spark, out, n) for n in case_module.INPUT_TABLES})
     for name in ("replica_logs", "metadata_events", "epoch_lineage", "offset_ranges"):
         setattr(case, name, read_table(spark, out, name))

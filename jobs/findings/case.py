@@ -36,7 +36,7 @@ from pyspark.sql.pandas.types import from_arrow_schema
 from jobs.history import metadata, quorum, timeline, views
 from jobs.history.views import History
 from jobs.ingest.focus import INTERNAL_PREFIX, Focus
-from jobs.replicas import batch_diffs, compare, epoch_lineage, offset_ranges, replica_logs
+from jobs.replicas import batch_diffs, compare, epoch_lineage, local_diffs, offset_ranges, replica_logs
 from jobs.replicas.epoch_lineage import LeaderEpoch
 from jobs.replicas.grouped import Groups
 from jobs.replicas.ledger import read_ledger
@@ -71,6 +71,11 @@ MAX_RECORD_WINDOWS = 256
 # runs), it is compared in spans (``jobs.replicas.batch_diffs``): below, record by record is as
 # cheap, and its fewer Spark jobs are what a small collection's comparison costs.
 MIN_SPAN_RECORDS = 20_000
+# Up to this many records in the whole scope (summed over the differing partitions' replicas,
+# told by their runs), the comparison runs on the driver (``jobs.replicas.local_diffs``: no Spark
+# job; measured ~2.4 KB of driver memory a record at its peak, Parquet row groups decoded whole
+# included: ~1.2 GB at the bound); above, in Spark.
+LOCAL_SCOPE_RECORDS = 500_000
 # (topic, partition, broker) rows: the replicas collected, for the timeline's node-level facts
 REPLICAS = T.StructType([*PARTITION_SCHEMA.fields, T.StructField("broker", T.IntegerType())])
 JOB_TABLES = ["replica_logs", "epoch_lineage", "offset_ranges", "metadata_events", "broker_events", "timeline", "findings", "restart_preview"]
@@ -360,6 +365,18 @@ class Case:
         return counts
 
     @once_property
+    def local_comparison(self) -> tuple[list[Row], list[Row]] | None:
+        """The divergent ranges and the lost committed ranges (HW evidence) of a scope of at most
+        ``LOCAL_SCOPE_RECORDS`` records, told on the driver (``local_diffs.compare_scope``); None
+        where the replicas agree or the scope is bigger: Spark compares it. (With a producer
+        ledger the lost ranges are told in Spark, where its acknowledged offsets join the HW's.)"""
+        if self.replicas_agree or sum(self.scope_records.values()) > LOCAL_SCOPE_RECORDS:
+            return None
+        differing = set(self.differing)
+        markers = any(r["control_records"] for r in self.replicas if (r["topic"], r["partition"]) in differing)
+        return local_diffs.compare_scope(self.out, self.scope, self.replicas, self.survivors, markers)
+
+    @once_property
     def span_comparison(self) -> tuple[DataFrame | None, list[tuple[str, int]]]:
         """The spans (``batch_diffs.spans``, cached) of the deep partitions of the scope (at least
         ``MIN_SPAN_RECORDS`` records in it) whose every difference is a whole batch, and those
@@ -448,6 +465,9 @@ class Case:
         the ``record_partitions``, and of the ``spans`` of the others."""
         if self.replicas_agree:
             return []
+        if self.local_comparison is not None:
+            rows = self.local_comparison[0]
+            return sorted(rows, key=lambda r: (r["topic"], r["partition"], r["first_offset"], r["last_offset"], r["broker_a"], r["broker_b"]))
         rows = compare.diff_ranges(self.diffs.where(F.col("status") == "divergent")).collect() if self.record_partitions else []
         if self.spans is not None:
             rows += batch_diffs.span_ranges(self.spans.where(F.col("status") == "divergent")).collect()

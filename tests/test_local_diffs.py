@@ -1,0 +1,133 @@
+"""A small scope compared on the driver (``jobs.replicas.local_diffs``, issue 35's diverging case):
+the divergent ranges and the lost committed ranges are the rows the Spark comparison gives, on
+every scenario where replicas differ and on every shape of difference the writer makes (whole batches forked, batches
+partly the same, a follower behind, a high watermark inside a batch, aborted transactions, logs
+without leader epochs), and telling them runs no Spark job."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from test_batch_diffs import ingested  # noqa: F401 (the deep partitions' fixture)
+
+from analyzer.analyze import build
+from sample_data.scenarios import generate
+
+# (every scenario whose replicas differ: forked by a crash, an aborted transaction's lost marker, a
+# double failover, KAFKA-1211 without leader epochs, acks=all with min.insync.replicas=1, Kafka 4's incident)
+SCENARIOS = ["crash-lost-unflushed", "txn-marker-lost", "double-failover-kip-279", "kafka-1211-divergence", "acks-all-min-isr-1",
+             "kafka4-incident"]
+
+
+@pytest.fixture(scope="module")
+def analyzed(spark, tmp_path_factory):
+    """Each input analyzed once, without its ledger (the HW's evidence alone: what the driver tells)."""
+    outs: dict[str, Path] = {}
+
+    def run(name: str) -> Path:
+        if name not in outs:
+            root = tmp_path_factory.mktemp(name)
+            data = generate(name, root / "data")
+            build([data], root / "out", spark=spark, progress=False, register_catalog=False)
+            outs[name] = root / "out"
+        return outs[name]
+
+    return run
+
+
+def case_of(spark, out: Path, monkeypatch, local: int):
+    """The case of ``out`` as the detectors read it, compared on the driver up to ``local`` records in scope."""
+    from jobs.findings import case as case_module
+    from jobs.store.io import read_table
+
+    monkeypatch.setattr(case_module, "LOCAL_SCOPE_RECORDS", local)
+    case = case_module.Case(spark, out, {n: case_module.input_table(spark, out, n) for n in case_module.INPUT_TABLES})
+    for name in ("replica_logs", "metadata_events", "epoch_lineage", "offset_ranges"):
+        setattr(case, name, read_table(spark, out, name))
+    return case
+
+
+def plain(row, lost: bool) -> dict:
+    """A range as comparable values: sets sorted (Spark's come in its hash order), and for a lost
+    range held by several replicas, which holder's file names it left out (Spark's names the first
+    row's, the driver's the smallest holder's)."""
+    d = {k: v for k, v in row.asDict(recursive=True).items() if k != "_island"}
+    for k, v in d.items():
+        if isinstance(v, list):
+            d[k] = sorted(v, key=repr)
+    if lost and len(d["holders"]) > 1:
+        d.pop("path"), d.pop("position")
+    return d
+
+
+def both_ways(spark, out: Path, monkeypatch) -> tuple[list, list, list, list]:
+    from jobs.findings.committed import committed_ranges
+
+    rows = []
+    for local in (1 << 62, -1):
+        case = case_of(spark, out, monkeypatch, local)
+        try:
+            assert (case.local_comparison is not None) == (local > 0)
+            rows.append(([plain(r, False) for r in case.ranges], sorted((plain(r, True) for r in committed_ranges(case)), key=repr)))
+        finally:
+            case.close()
+    (ranges, lost), (spark_ranges, spark_lost) = rows
+    return ranges, lost, spark_ranges, spark_lost
+
+
+@pytest.mark.parametrize("name", SCENARIOS)
+def test_the_driver_tells_the_ranges_spark_tells(spark, analyzed, monkeypatch, name):
+    ranges, lost, spark_ranges, spark_lost = both_ways(spark, analyzed(name), monkeypatch)
+    assert ranges or lost, f"{name}: nothing differs, so nothing is compared"
+    assert ranges == spark_ranges
+    assert lost == spark_lost
+
+
+def test_the_driver_tells_whole_and_partial_batches_and_a_follower_behind_as_spark(spark, ingested, monkeypatch):  # noqa: F811
+    ranges, lost, spark_ranges, spark_lost = both_ways(spark, ingested, monkeypatch)
+    # (forked in 0, 1 and 3; 2's follower is behind; committed records lost in 0, 1 and 3)
+    assert sorted({r["partition"] for r in ranges}) == [0, 1, 3]
+    assert sorted({r["partition"] for r in lost}) == [0, 1, 3]
+    assert ranges == spark_ranges
+    assert lost == spark_lost
+
+
+def test_a_small_scope_is_compared_with_no_spark_job(spark, analyzed, monkeypatch):
+    from jobs.findings.committed import committed_ranges
+
+    case = case_of(spark, analyzed("crash-lost-unflushed"), monkeypatch, 1 << 62)
+    try:
+        assert case.survivors and case.scope  # (the surviving logs read the metadata log: jobs of their own)
+        tracker = spark.sparkContext.statusTracker()
+        before = tracker.getJobIdsForGroup(None)
+        assert case.ranges and committed_ranges(case) is not None
+        assert tracker.getJobIdsForGroup(None) == before
+    finally:
+        case.close()
+
+
+def test_a_scope_past_the_bound_is_left_to_spark(spark, analyzed, monkeypatch):
+    case = case_of(spark, analyzed("crash-lost-unflushed"), monkeypatch, 0)
+    try:
+        assert sum(case.scope_records.values()) > 0
+        assert case.local_comparison is None and case.ranges
+    finally:
+        case.close()
+
+
+def test_a_ranges_producers_read_in_id_and_epoch_order_whatever_order_the_set_came_in():
+    from pyspark.sql import Row
+
+    from jobs.findings.divergence import divergence_findings
+
+    keys = [Row(producer_id=6001, producer_epoch=0), Row(producer_id=6001, producer_epoch=1), Row(producer_id=6000, producer_epoch=32767)]
+
+    def finding(order: list) -> list[tuple]:
+        side = {"epochs": [3], "bytes": 10, "path": "p", "position": 0, "first_ts": 1, "last_ts": 2, "producer_keys": order, "min_seq": 0,
+                "max_seq": 5}
+        row = Row(topic="t", partition=0, broker_a=1, broker_b=2, status="divergent", first_offset=0, last_offset=9, offsets=10,
+                  **{f"{k}_{s}": v for s in "ab" for k, v in side.items()})
+        return [(p["producer_id"], p["producer_epoch"]) for p in divergence_findings([row])[0].producers]
+
+    assert finding(keys) == finding(keys[::-1]) == [(6000, 32767), (6001, 0), (6001, 1)]
