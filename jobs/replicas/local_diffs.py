@@ -54,6 +54,8 @@ def compare_scope(out: Path, scope: list[tuple], replicas: list, survivors: dict
     """The scope's (``compare.SCOPE_SCHEMA`` rows) divergent ranges (``compare.diff_ranges`` rows)
     and lost committed ranges (``committed.loss_ranges`` rows, HW evidence). ``replicas``:
     replica_logs rows; ``markers``: some replica of the scope holds a control batch."""
+    if not scope:
+        return [], []
     batches, records, names = read_scope(out, scope, markers)
     brokers = Brokers(scope, names["topic"])
     diffs = record_diffs(unshared(batches, brokers), records, brokers)
@@ -63,8 +65,9 @@ def compare_scope(out: Path, scope: list[tuple], replicas: list, survivors: dict
 
 
 class Brokers:
-    """The scope's live replicas per partition, for rows that carry a topic's code (``names``):
-    ``slot`` of a row's broker among its partition's, ``at(i)``: each row's i-th broker (-1: none)."""
+    """The scope's live replicas per partition, for rows that carry a topic's code: ``table``, a
+    row per partition of its brokers (-1 past its last), ``width`` its columns, ``of`` a row's
+    partition in it."""
 
     def __init__(self, scope: list[tuple], topics: list[str]) -> None:
         code = {t: i for i, t in enumerate(topics)}
