@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
+import pandas as pd
 import pytest
 from test_batch_diffs import ingested  # noqa: F401 (the deep partitions' fixture)
 
@@ -131,3 +133,42 @@ def test_a_ranges_producers_read_in_id_and_epoch_order_whatever_order_the_set_ca
         return [(p["producer_id"], p["producer_epoch"]) for p in divergence_findings([row])[0].producers]
 
     assert finding(keys) == finding(keys[::-1]) == [(6000, 32767), (6001, 0), (6001, 1)]
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_the_driver_finds_every_difference_of_random_logs_above_where_they_agree(seed):
+    """Four replicas of random logs (``test_batch_runs``' comparison of the whole logs, told one
+    record at a time): 1 leads, 2 lags and holds a batch twice, 3 forked in its tail, 4 holds 1's
+    batches in other files. Above where all agree, the driver's unshared batches and record diffs
+    give exactly every difference of the whole logs, pair by pair."""
+    import random
+
+    import pyarrow as pa
+    from test_batch_runs import _arrow_runs, _records, _reference_diffs, _replica, random_batches
+
+    from jobs.replicas import compare, local_diffs
+    from jobs.store.tables import schema_of
+
+    rng = random.Random(seed)
+    log = random_batches(rng, 80)
+    files = {(1, "1/0.log"): log, (2, "2/0.log"): log[:70], (2, "2/1.log"): [log[60]],
+             (3, "3/0.log"): log[:50] + _replica(rng, log[50:], crc_change=0.6, content_change=0.7),
+             (4, "4/0.log"): log[:20], (4, "4/1.log"): log[20:]}
+    common = {"log_dir": "d", "topic": "t", "partition": 0, "dir_state": "live", "segment_base_offset": 0, "file_kind": "segment"}
+    bs, rs = schema_of("batches"), schema_of("records")
+    batches = pa.Table.from_pylist([{f.name: {**common, "broker": b, "path": p, **r}.get(f.name) for f in bs}
+                                    for (b, p), rows in files.items() for r in rows], schema=bs)
+    records = pa.Table.from_pylist([{f.name: r.get(f.name) for f in rs} for r in _records(files)], schema=rs)
+    replicas = [{"topic": "t", "partition": 0, "broker": b, "dir_state": "live"} for b in (1, 2, 3, 4)]
+    scope = compare.comparison_scope(compare.agreed_prefixes(_arrow_runs(files).to_pylist(), replicas), replicas)
+    some, recs, names = local_diffs.prepared(batches.filter(local_diffs._scope_filter(scope, "base_offset")),
+                                             records.filter(local_diffs._scope_filter(scope, "offset")), markers=False)
+    brokers = local_diffs.Brokers(scope, names["topic"])
+    d = local_diffs.record_diffs(local_diffs.unshared(some, brokers), recs, brokers)
+
+    def path(code):
+        return None if code is pd.NA else names["path"][code]
+
+    got = sorted(zip(d["broker_a"], d["broker_b"], d["offset"], d["status"], map(path, d["path_a"]), map(path, d["path_b"]), strict=True),
+                 key=str)
+    assert [tuple(int(v) if isinstance(v, np.integer) else v for v in row) for row in got] == _reference_diffs(files)

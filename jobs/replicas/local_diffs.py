@@ -151,16 +151,25 @@ def _content(r: pa.Table) -> pa.Array:
 
 
 def read_scope(out: Path, scope: list[tuple], markers: bool) -> tuple[pd.DataFrame, pd.DataFrame, dict[str, list]]:
+    """The scope's input tables, read by pyarrow (``BATCH_COLUMNS`` of batches, ``RECORD_COLUMNS``
+    of records), as ``prepared`` gives them."""
+    b = _scoped(arrow_table(out, "batches", BATCH_COLUMNS, _scope_filter(scope, "base_offset")), scope, "base_offset")
+    r = _scoped(arrow_table(out, "records", RECORD_COLUMNS, _scope_filter(scope, "offset")), scope, "offset")
+    return prepared(b, r, markers)
+
+
+def prepared(b: pa.Table, r: pa.Table, markers: bool) -> tuple[pd.DataFrame, pd.DataFrame, dict[str, list]]:
     """The scope's readable live segment batches with ``aborted`` (``Case.not_everywhere``'s
     input), its live records with ``content`` (a code) and ``size`` (``record_diffs``'), and the
-    dictionaries of their ``topic`` and ``path`` codes."""
-    b = _scoped(live_segment_runs(arrow_table(out, "batches", BATCH_COLUMNS, _scope_filter(scope, "base_offset"))), scope, "base_offset")
-    r = _scoped(arrow_table(out, "records", RECORD_COLUMNS, _scope_filter(scope, "offset")), scope, "offset")
+    dictionaries of their ``topic`` and ``path`` codes; from the scope's rows of batches and
+    records (``markers``: some replica holds a control batch)."""
+    b = live_segment_runs(b)
     size = pc.add(pc.max_element_wise(r.column("key_size"), 0), pc.max_element_wise(r.column("value_size"), 0))
     r = r.drop_columns(["key_sha256", "value_sha256", "key_size", "value_size"]).append_column("content", _content(r)).append_column(
         "size", pc.cast(size, pa.int64()))
     r = r.filter(pc.equal(r.column("dir_state"), "live")).drop_columns(["dir_state"])
-    (b, r), topic_names = _coded([b.drop_columns(["dir_state", "file_kind"]), r], "topic")
+    (b, r), topic_names = _coded([b.select(BATCH_COLUMNS).drop_columns(["dir_state", "file_kind"]), r.select(
+        [c for c in r.column_names if c in {*RECORD_COLUMNS, "content", "size"}])], "topic")
     (b, r), path_names = _coded([b, r], "path")
     marks = _pandas(r.filter(pc.is_in(r.column("control_type"), pa.array(["commit", "abort"])))) if markers else None
     # (a marker ends its transaction even in a batch whose CRC fails: only the readable are compared)
