@@ -140,7 +140,8 @@ def test_the_driver_finds_every_difference_of_random_logs_above_where_they_agree
     """Four replicas of random logs (``test_batch_runs``' comparison of the whole logs, told one
     record at a time): 1 leads, 2 lags and holds a batch twice, 3 forked in its tail, 4 holds 1's
     batches in other files. Above where all agree, the driver's unshared batches and record diffs
-    give exactly every difference of the whole logs, pair by pair."""
+    give exactly every difference of the whole logs, pair by pair. Odd seeds give the replicas
+    negative broker ids too (the ids discovery gives unnamed log dirs: -1, -2, …)."""
     import random
 
     import pyarrow as pa
@@ -151,15 +152,16 @@ def test_the_driver_finds_every_difference_of_random_logs_above_where_they_agree
 
     rng = random.Random(seed)
     log = random_batches(rng, 80)
-    files = {(1, "1/0.log"): log, (2, "2/0.log"): log[:70], (2, "2/1.log"): [log[60]],
-             (3, "3/0.log"): log[:50] + _replica(rng, log[50:], crc_change=0.6, content_change=0.7),
-             (4, "4/0.log"): log[:20], (4, "4/1.log"): log[20:]}
+    one, two, three, four = (1, 2, 3, 4) if seed % 2 == 0 else (-1, 5, -3, 2)
+    files = {(one, "1/0.log"): log, (two, "2/0.log"): log[:70], (two, "2/1.log"): [log[60]],
+             (three, "3/0.log"): log[:50] + _replica(rng, log[50:], crc_change=0.6, content_change=0.7),
+             (four, "4/0.log"): log[:20], (four, "4/1.log"): log[20:]}
     common = {"log_dir": "d", "topic": "t", "partition": 0, "dir_state": "live", "segment_base_offset": 0, "file_kind": "segment"}
     bs, rs = schema_of("batches"), schema_of("records")
     batches = pa.Table.from_pylist([{f.name: {**common, "broker": b, "path": p, **r}.get(f.name) for f in bs}
                                     for (b, p), rows in files.items() for r in rows], schema=bs)
     records = pa.Table.from_pylist([{f.name: r.get(f.name) for f in rs} for r in _records(files)], schema=rs)
-    replicas = [{"topic": "t", "partition": 0, "broker": b, "dir_state": "live"} for b in (1, 2, 3, 4)]
+    replicas = [{"topic": "t", "partition": 0, "broker": b, "dir_state": "live"} for b in (one, two, three, four)]
     scope = compare.comparison_scope(compare.agreed_prefixes(_arrow_runs(files).to_pylist(), replicas), replicas)
     some, recs, names = local_diffs.prepared(batches.filter(local_diffs._scope_filter(scope, "base_offset")),
                                              records.filter(local_diffs._scope_filter(scope, "offset")), markers=False)
@@ -172,3 +174,28 @@ def test_the_driver_finds_every_difference_of_random_logs_above_where_they_agree
     got = sorted(zip(d["broker_a"], d["broker_b"], d["offset"], d["status"], map(path, d["path_a"]), map(path, d["path_b"]), strict=True),
                  key=str)
     assert [tuple(int(v) if isinstance(v, np.integer) else v for v in row) for row in got] == _reference_diffs(files)
+
+
+def test_lost_ranges_are_numbered_per_partition_and_take_any_hw_checkpoint():
+    """The lost ranges' ``_island`` counts from 1 in each partition, as ``offset_ranges.islands``
+    numbers them; a replica without an HW checkpoint (None) beside one of 2^62 reads as Spark's
+    long column (no float, no error)."""
+    from jobs.replicas import local_diffs
+    from jobs.replicas.survivors import Survivor
+
+    def diff(partition: int, offset: int) -> dict:
+        side = {"path": 0, "position": 0, "epoch": 1, "producer_id": -1, "producer_epoch": -1, "base_sequence": -1,
+                "is_transactional": False, "is_control": False, "aborted": False, "timestamp_ms": 5, "content": 1, "size": 10}
+        return {"topic": 0, "partition": partition, "broker_a": 1, "broker_b": 2, "offset": offset, "status": "only_a",
+                **{f"{k}_a": v for k, v in side.items()}, **{f"{k}_b": None for k in side}}
+
+    diffs = pd.DataFrame([diff(0, 7), diff(0, 9), diff(1, 3)])
+    for c in diffs.columns:
+        if c.endswith("_b") and c != "broker_b":
+            diffs[c] = pd.array(diffs[c], dtype="Int64" if c not in ("is_transactional_b", "is_control_b", "aborted_b") else "boolean")
+    survivor = {"broker": 2, "log_start_offset": 0, "compacted": False}
+    survivors = {("t", p): Survivor(broker=2, candidates=[survivor], epoch=1, why="") for p in (0, 1)}
+    replicas = [{"topic": "t", "partition": p, "broker": b, "hw_checkpoint": hw} for p in (0, 1) for b, hw in ((1, 1 << 62), (2, None))]
+    rows = local_diffs.committed_ranges(diffs, survivors, replicas, {"topic": ["t"], "path": ["p"]})
+    assert [(r["partition"], r["first_offset"], r["last_offset"], r["_island"], r["holder_hw"]) for r in rows] == [
+        (0, 7, 7, 1, 1 << 62), (0, 9, 9, 2, 1 << 62), (1, 3, 3, 1, 1 << 62)]

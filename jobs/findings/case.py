@@ -71,8 +71,8 @@ MAX_RECORD_WINDOWS = 256
 # runs), it is compared in spans (``jobs.replicas.batch_diffs``): below, record by record is as
 # cheap, and its fewer Spark jobs are what a small collection's comparison costs.
 MIN_SPAN_RECORDS = 20_000
-# Up to this many records in the whole scope (summed over the differing partitions' replicas,
-# told by their runs), the comparison runs on the driver (``jobs.replicas.local_diffs``: no Spark
+# Up to this many records read for the whole scope (summed over the differing partitions' replicas,
+# told by their runs: ``local_diffs.records_read``), the comparison runs on the driver (``jobs.replicas.local_diffs``: no Spark
 # job; measured ~2.4 KB of driver memory a record at its peak, Parquet row groups decoded whole
 # included: ~1.2 GB at the bound); above, in Spark.
 LOCAL_SCOPE_RECORDS = 500_000
@@ -370,11 +370,11 @@ class Case:
         ``LOCAL_SCOPE_RECORDS`` records, told on the driver (``local_diffs.compare_scope``); None
         where the replicas agree or the scope is bigger: Spark compares it. (With a producer
         ledger the lost ranges are told in Spark, where its acknowledged offsets join the HW's.)"""
-        if self.replicas_agree or sum(self.scope_records.values()) > LOCAL_SCOPE_RECORDS:
+        if self.replicas_agree or local_diffs.records_read(self.scope, self.scope_runs) > LOCAL_SCOPE_RECORDS:
             return None
         differing = set(self.differing)
         markers = any(r["control_records"] for r in self.replicas if (r["topic"], r["partition"]) in differing)
-        return local_diffs.compare_scope(self.out, self.scope, self.replicas, self.survivors, markers)
+        return local_diffs.compare_scope(self.out, self.scope, self.replicas, self.survivors, markers, lost=self.ledger is None)
 
     @once_property
     def span_comparison(self) -> tuple[DataFrame | None, list[tuple[str, int]]]:

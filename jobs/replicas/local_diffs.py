@@ -34,6 +34,7 @@ from .replica_logs import live_segment_runs
 from .survivors import Survivor
 
 PAIR = ["topic", "partition", "broker_a", "broker_b"]
+NO_BROKER = np.iinfo(np.int64).min
 # up to this many partitions in scope, Parquet's reader is given each one's offset bound (``_scope_filter``)
 MAX_LITERAL_PARTITIONS = 256
 # what a record side carries (``compare.record_details``; ``content`` as its code)
@@ -50,31 +51,34 @@ _NULLABLE = {pa.int8(): pd.Int8Dtype(), pa.int16(): pd.Int16Dtype(), pa.int32():
 
 
 def compare_scope(out: Path, scope: list[tuple], replicas: list, survivors: dict[tuple[str, int], Survivor],
-                  markers: bool) -> tuple[list[Row], list[Row]]:
+                  markers: bool, lost: bool = True) -> tuple[list[Row], list[Row]]:
     """The scope's (``compare.SCOPE_SCHEMA`` rows) divergent ranges (``compare.diff_ranges`` rows)
-    and lost committed ranges (``committed.loss_ranges`` rows, HW evidence). ``replicas``:
-    replica_logs rows; ``markers``: some replica of the scope holds a control batch."""
+    and lost committed ranges (``committed.loss_ranges`` rows, HW evidence; none unless
+    ``lost``). ``replicas``: replica_logs rows; ``markers``: some replica of the scope holds a
+    control batch."""
     if not scope:
         return [], []
     batches, records, names = read_scope(out, scope, markers)
     brokers = Brokers(scope, names["topic"])
     diffs = record_diffs(unshared(batches, brokers), records, brokers)
     ranges = _named(diff_ranges(diffs), names, ["path_a", "path_b"])
-    lost = committed_ranges(diffs, survivors, replicas, names) if survivors else []
-    return ranges, _named(lost, names, ["path"])
+    gone = committed_ranges(diffs, survivors, replicas, names) if survivors and lost else []
+    return ranges, _named(gone, names, ["path"])
 
 
 class Brokers:
     """The scope's live replicas per partition, for rows that carry a topic's code: ``table``, a
-    row per partition of its brokers (-1 past its last), ``width`` its columns, ``of`` a row's
-    partition in it."""
+    row per partition of its brokers (``NO_BROKER`` past its last: a broker id may be negative,
+    ``jobs.ingest.discover`` numbers unnamed log dirs -1, -2, …), ``count`` of them, ``width``
+    the table's columns, ``of`` a row's partition in it."""
 
     def __init__(self, scope: list[tuple], topics: list[str]) -> None:
         code = {t: i for i, t in enumerate(topics)}
         rows = sorted((_key(np.array([code[t]]), np.array([p]))[0], bs) for t, p, _, bs in scope if t in code)
         self.keys = np.array([k for k, _ in rows], dtype=np.int64)
         self.width = max((len(bs) for _, bs in rows), default=0)
-        self.table = np.full((len(rows), max(self.width, 1)), -1, dtype=np.int64)
+        self.table = np.full((len(rows), max(self.width, 1)), NO_BROKER, dtype=np.int64)
+        self.count = np.array([len(bs) for _, bs in rows], dtype=np.int64)
         for i, (_, bs) in enumerate(rows):
             self.table[i, :len(bs)] = bs
 
@@ -125,7 +129,20 @@ def _scope_filter(scope: list[tuple], offset: str) -> pc.Expression:
     if len(scope) <= MAX_LITERAL_PARTITIONS:
         return reduce(operator.or_, [(pc.field("topic") == t) & (pc.field("partition") == p) & (pc.field(offset) >= start)
                                      for t, p, start, _ in scope])
-    return pc.field("topic").isin(sorted({r[0] for r in scope})) & (pc.field(offset) >= min(r[2] for r in scope))
+    return (pc.field("topic").isin(sorted({r[0] for r in scope})) & pc.field("partition").isin(sorted({r[1] for r in scope}))
+            & (pc.field(offset) >= min(r[2] for r in scope)))
+
+
+def records_read(scope: list[tuple], runs: list[dict]) -> int:
+    """How many records ``read_scope`` holds for ``scope``, told by the live runs of its partitions
+    (``batch_runs`` rows, ``Case.scope_runs``): from each partition's ``from_offset``, or past
+    ``MAX_LITERAL_PARTITIONS`` from the scope's lowest; a run across that bound counts whole. What
+    bounds the driver's memory (``Case.local_comparison``)."""
+    literal = len(scope) <= MAX_LITERAL_PARTITIONS
+    low = min((r[2] for r in scope), default=0)
+    start = {(t, p): (first if literal else low) for t, p, first, _ in scope}
+    return sum(r["record_count"] or 0 for r in runs
+               if (r["topic"], r["partition"]) in start and r["last_offset"] >= start[(r["topic"], r["partition"])])
 
 
 def _coded(tables: list[pa.Table], column: str) -> tuple[list[pa.Table], list]:
@@ -153,8 +170,10 @@ def _content(r: pa.Table) -> pa.Array:
 def read_scope(out: Path, scope: list[tuple], markers: bool) -> tuple[pd.DataFrame, pd.DataFrame, dict[str, list]]:
     """The scope's input tables, read by pyarrow (``BATCH_COLUMNS`` of batches, ``RECORD_COLUMNS``
     of records), as ``prepared`` gives them."""
-    b = _scoped(arrow_table(out, "batches", BATCH_COLUMNS, _scope_filter(scope, "base_offset")), scope, "base_offset")
-    r = _scoped(arrow_table(out, "records", RECORD_COLUMNS, _scope_filter(scope, "offset")), scope, "offset")
+    live = pc.field("dir_state") == "live"
+    b = _scoped(arrow_table(out, "batches", BATCH_COLUMNS, _scope_filter(scope, "base_offset") & live
+                            & (pc.field("file_kind") == "segment")), scope, "base_offset")
+    r = _scoped(arrow_table(out, "records", RECORD_COLUMNS, _scope_filter(scope, "offset") & live), scope, "offset")
     return prepared(b, r, markers)
 
 
@@ -209,7 +228,7 @@ def unshared(batches: pd.DataFrame, brokers: Brokers) -> pd.DataFrame:
     slot = np.argmax(table == me[:, None], axis=1) if len(batches) else np.zeros(0, np.int64)
     present = (table == me[:, None]).any(axis=1) if len(batches) else np.zeros(0, bool)
     bit = np.where(present, np.left_shift(np.int64(1), slot.astype(np.int64)), 0)
-    everyone = np.left_shift(np.int64(1), (table >= 0).sum(axis=1).astype(np.int64)) - 1
+    everyone = np.left_shift(np.int64(1), brokers.count[part] if len(batches) else np.zeros(0, np.int64)) - 1
     b = batches.assign(_bit=bit, _everyone=everyone, _part=part, _crc=batches["crc"].fillna(-1).to_numpy(np.int64))
     key = ["topic", "partition", "base_offset", "last_offset", "_crc"]
     holders = b.drop_duplicates([*key, "broker"]).groupby(key, dropna=False)["_bit"].sum().rename("_holders").reset_index()
@@ -231,7 +250,7 @@ def record_diffs(some: pd.DataFrame, records: pd.DataFrame, brokers: Brokers) ->
     rows, others = [], []
     for i in range(brokers.width):
         other = brokers.table[part, i]
-        keep = (other >= 0) & (other != me) & (((holders >> i) & 1) == 0)
+        keep = (other != NO_BROKER) & (other != me) & (((holders >> i) & 1) == 0)
         rows.append(np.flatnonzero(keep))
         others.append(other[keep])
     row, other = np.concatenate(rows or [np.zeros(0, np.int64)]), np.concatenate(others or [np.zeros(0, np.int64)])
@@ -340,10 +359,11 @@ def committed_ranges(diffs: pd.DataFrame, survivors: dict[tuple[str, int], Survi
     offsets a holder checkpointed below its HW that every surviving-log candidate lacks or holds
     with other content (not control, not aborted), in ranges per partition."""
     code = {t: i for i, t in enumerate(names["topic"])}
-    cand = pd.DataFrame([(code.get(t, -1), p, c["broker"], c["log_start_offset"], bool(c["compacted"]), len(s.candidates))
-                         for (t, p), s in survivors.items() for c in s.candidates],
-                        columns=["topic", "partition", "survivor", "s_log_start", "s_compacted", "s_candidates"])
-    cand["s_log_start"] = cand["s_log_start"].astype("Int64")
+    rows = [(code.get(t, -1), p, c["broker"], c["log_start_offset"], bool(c["compacted"]), len(s.candidates))
+            for (t, p), s in survivors.items() for c in s.candidates]
+    cand = pd.DataFrame({name: pd.array([r[i] for r in rows], dtype=dtype) for i, (name, dtype) in enumerate(
+        [("topic", "int64"), ("partition", "int64"), ("survivor", "int64"), ("s_log_start", "Int64"), ("s_compacted", "bool"),
+         ("s_candidates", "int64")])})
     d = diffs.merge(cand, on=["topic", "partition"])
     parts = []
     for holder, survivor in (("a", "b"), ("b", "a")):
@@ -358,9 +378,9 @@ def committed_ranges(diffs: pd.DataFrame, survivors: dict[tuple[str, int], Survi
             "s_candidates": sel["s_candidates"], "status": sel["status"], "holder": sel[f"broker_{holder}"],
             **{c: sel[f"{c}_{holder}"] for c in SIDE}}))
     lost = pd.concat(parts, ignore_index=True)
-    hw = pd.DataFrame([(code.get(r["topic"], -1), r["partition"], r["broker"], r["hw_checkpoint"]) for r in replicas],
-                      columns=["topic", "partition", "holder", "holder_hw"])
-    hw["holder_hw"] = hw["holder_hw"].astype("Int64")
+    hw = pd.DataFrame({"topic": [code.get(r["topic"], -1) for r in replicas], "partition": [r["partition"] for r in replicas],
+                       "holder": [r["broker"] for r in replicas],
+                       "holder_hw": pd.array([r["hw_checkpoint"] for r in replicas], dtype="Int64")})
     lost["holder"] = lost["holder"].astype("int64")
     hw["holder"] = hw["holder"].astype("int64")
     lost = lost.merge(hw, on=["topic", "partition", "holder"])
@@ -389,6 +409,11 @@ def loss_ranges(lost: pd.DataFrame) -> list[dict]:
     per["holder_hw"] = lost["holder_hw"].groupby(at).max().to_numpy()
     group = _islands(per, ["topic", "partition"]) - 1
     n = int(group[-1]) + 1
+    # (``islands`` numbers a partition's ranges from 1: the island's number less its partition's first one's)
+    opens = np.ones(n, bool)
+    key = _key(per["topic"].to_numpy(np.int64), per["partition"].to_numpy(np.int64))[np.searchsorted(group, np.arange(n))]
+    opens[1:] = key[1:] != key[:-1]
+    number = np.arange(n) - np.maximum.accumulate(np.where(opens, np.arange(n), 0)) + 1
     held = pd.DataFrame({"i": group[at], "h": lost["holder"].to_numpy(np.int64)}).drop_duplicates()
     island_holders = np.split(held["h"].to_numpy(), np.flatnonzero(np.diff(held["i"].to_numpy())) + 1)
     g = _aggs(per, group)
@@ -396,7 +421,7 @@ def loss_ranges(lost: pd.DataFrame) -> list[dict]:
     producer = (per["producer_id"] >= 0).fillna(False).to_numpy(bool)
     seq = per["base_sequence"].where(producer)
     cols = {
-        "topic": _col(first["topic"]), "partition": _col(first["partition"]), "_island": list(range(1, n + 1)),
+        "topic": _col(first["topic"]), "partition": _col(first["partition"]), "_island": number.tolist(),
         "first_offset": _col(g["offset"].min()), "last_offset": _col(g["offset"].max()), "records": _col(g.size()),
         "bytes": _col(g["size"].sum(min_count=1)),
         "holders": [hs.tolist() for hs in island_holders],
@@ -407,6 +432,6 @@ def loss_ranges(lost: pd.DataFrame) -> list[dict]:
         "first_ts": _col(g["timestamp_ms"].min()), "last_ts": _col(g["timestamp_ms"].max()),
         "path": _col(first["path"]), "position": _col(first["position"]),
         "overwritten": _col(g["overwritten"].max()), "holder_hw": _col(g["holder_hw"].max()),
-        "sources": [["hw"]] * n,
+        "sources": [["hw"] for _ in range(n)],
     }
     return [dict(zip(cols, vals, strict=True)) for vals in zip(*cols.values(), strict=True)]
