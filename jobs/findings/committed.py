@@ -201,7 +201,7 @@ def _span_ranges(case: Case) -> tuple[list[Row], list[tuple[str, int]]]:
 def _committed_ranges(case: Case) -> list[Row]:
     if not case.survivors:
         return []
-    if case.ledger is None and not case.replicas_agree and case.local_comparison is not None:
+    if case.ledger is None and case.local_comparison is not None:  # (None where the replicas agree)
         return case.local_comparison[1]
     parts, spans = [], []
     # (replicas that agree batch for batch lose nothing to each other: no record-level diffs to read)

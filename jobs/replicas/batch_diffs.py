@@ -25,7 +25,7 @@ from __future__ import annotations
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
-from .compare import PAIR
+from .compare import PAIR, range_side_aggs
 from .offset_ranges import islands
 
 # what a span's side carries of its batch (``BATCH_COLS`` less the file-level ones), and of its records
@@ -132,29 +132,10 @@ def span_ranges(sp: DataFrame) -> DataFrame:
     """``compare.diff_ranges`` of spans (the same rows it gives of their records): contiguous runs
     of one status per pair, a span standing for its offsets."""
     d = islands(sp, [*PAIR, "status"], start="first_offset", end="last_offset", name="_grp")
-
-    def side_aggs(side: str) -> list:
-        s = F.col(side)
-        return [
-            F.coalesce(F.sum(s["records"]), F.lit(0)).alias(f"records_{side}"),
-            F.sum(s["size"]).cast("long").alias(f"bytes_{side}"),
-            F.collect_set(s["epoch"]).alias(f"epochs_{side}"),
-            F.min_by(s["path"], "first_offset").alias(f"path_{side}"),
-            F.min_by(s["position"], "first_offset").alias(f"position_{side}"),
-            F.min(s["first_ts"]).alias(f"first_ts_{side}"),
-            F.max(s["last_ts"]).alias(f"last_ts_{side}"),
-            F.collect_set(F.when(s["producer_id"] >= 0, F.struct(
-                s["producer_id"].alias("producer_id"), s["producer_epoch"].cast("int").alias("producer_epoch"),
-            ))).alias(f"producer_keys_{side}"),
-            F.min(F.when(s["producer_id"] >= 0, s["base_sequence"])).alias(f"min_seq_{side}"),
-            F.max(F.when(s["producer_id"] >= 0, s["base_sequence"])).alias(f"max_seq_{side}"),
-            F.sum(F.when(s["is_control"], s["records"]).otherwise(0)).alias(f"control_{side}"),
-        ]
-
     return d.groupBy(*PAIR, "status", "_grp").agg(
         F.min("first_offset").alias("first_offset"), F.max("last_offset").alias("last_offset"),
         F.sum(F.col("last_offset") - F.col("first_offset") + 1).alias("offsets"),
-        *side_aggs("a"), *side_aggs("b"),
+        *[agg for side in "ab" for agg in range_side_aggs(side, "first_offset", "first_ts", "last_ts", records="records")],
     ).drop("_grp")
 
 

@@ -269,31 +269,37 @@ def within(df: DataFrame, partitions: DataFrame, topics: list[str]) -> DataFrame
     return df.where(F.col("topic").isin(*topics)).join(F.broadcast(partitions), ["topic", "partition"], "left_semi")
 
 
+def range_side_aggs(side: str, order: str, first_ts: str = "timestamp_ms", last_ts: str = "timestamp_ms",
+                    records: str | None = None) -> list[Column]:
+    """What a divergent range says of side ``side`` (a struct column), over its rows: records,
+    bytes, epochs, the first row's file and position (by ``order``), timestamps (``first_ts``,
+    ``last_ts``: the side's fields), producers, sequences and control records. A row is a record
+    (``records`` None), or stands for the side's field ``records`` of them (a span)."""
+    s = F.col(side)
+    count = F.count(s["content"]) if records is None else F.coalesce(F.sum(s[records]), F.lit(0))
+    weight = F.lit(1) if records is None else s[records]
+    return [
+        count.alias(f"records_{side}"),
+        F.sum(s["size"]).cast("long").alias(f"bytes_{side}"),
+        F.collect_set(s["epoch"]).alias(f"epochs_{side}"),
+        F.min_by(s["path"], order).alias(f"path_{side}"),
+        F.min_by(s["position"], order).alias(f"position_{side}"),
+        F.min(s[first_ts]).alias(f"first_ts_{side}"),
+        F.max(s[last_ts]).alias(f"last_ts_{side}"),
+        F.collect_set(F.when(s["producer_id"] >= 0, F.struct(
+            s["producer_id"].alias("producer_id"), s["producer_epoch"].cast("int").alias("producer_epoch"),
+        ))).alias(f"producer_keys_{side}"),
+        F.min(F.when(s["producer_id"] >= 0, s["base_sequence"])).alias(f"min_seq_{side}"),
+        F.max(F.when(s["producer_id"] >= 0, s["base_sequence"])).alias(f"max_seq_{side}"),
+        F.sum(F.when(s["is_control"], weight).otherwise(0)).alias(f"control_{side}"),
+    ]
+
+
 def diff_ranges(diffs: DataFrame) -> DataFrame:
     """Contiguous runs of one status per pair, with counts, bytes, epochs, producers and evidence
     (what ``divergence`` reports of a range; loss reads the diffs themselves)."""
     d = islands(diffs, [*PAIR, "status"], name="_grp")
-
-    def side_aggs(side: str) -> list:
-        s = F.col(side)
-        return [
-            F.count(s["content"]).alias(f"records_{side}"),
-            F.sum(s["size"]).cast("long").alias(f"bytes_{side}"),
-            F.collect_set(s["epoch"]).alias(f"epochs_{side}"),
-            F.min_by(s["path"], "offset").alias(f"path_{side}"),
-            F.min_by(s["position"], "offset").alias(f"position_{side}"),
-            F.min(s["timestamp_ms"]).alias(f"first_ts_{side}"),
-            F.max(s["timestamp_ms"]).alias(f"last_ts_{side}"),
-            F.collect_set(F.when(s["producer_id"] >= 0, F.struct(
-                s["producer_id"].alias("producer_id"), s["producer_epoch"].cast("int").alias("producer_epoch"),
-            ))).alias(f"producer_keys_{side}"),
-            F.min(F.when(s["producer_id"] >= 0, s["base_sequence"])).alias(f"min_seq_{side}"),
-            F.max(F.when(s["producer_id"] >= 0, s["base_sequence"])).alias(f"max_seq_{side}"),
-            F.sum(F.when(s["is_control"], 1).otherwise(0)).alias(f"control_{side}"),
-        ]
-
-    g = d.groupBy(*PAIR, "status", "_grp").agg(
+    return d.groupBy(*PAIR, "status", "_grp").agg(
         F.min("offset").alias("first_offset"), F.max("offset").alias("last_offset"), F.count("*").alias("offsets"),
-        *side_aggs("a"), *side_aggs("b"),
+        *range_side_aggs("a", "offset"), *range_side_aggs("b", "offset"),
     ).drop("_grp")
-    return g

@@ -74,7 +74,7 @@ class Brokers:
 
     def __init__(self, scope: list[tuple], topics: list[str]) -> None:
         code = {t: i for i, t in enumerate(topics)}
-        rows = sorted((_key(np.array([code[t]]), np.array([p]))[0], bs) for t, p, _, bs in scope if t in code)
+        rows = sorted(((code[t] << 32) | p, bs) for t, p, _, bs in scope if t in code)  # (``_key``'s)
         self.keys = np.array([k for k, _ in rows], dtype=np.int64)
         self.width = max((len(bs) for _, bs in rows), default=0)
         self.table = np.full((len(rows), max(self.width, 1)), NO_BROKER, dtype=np.int64)
